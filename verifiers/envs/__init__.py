@@ -1,0 +1,23 @@
+"""Environments: the rollout protocols (single-turn, multi-turn, tools, sandboxes) and loading."""
+
+from verifiers.envs.dataset import Rows, build_prompt, normalize_row
+from verifiers.envs.env_group import EnvGroup, UnknownRouteError
+from verifiers.envs.environment import Environment
+from verifiers.envs.loading import installed_environments, load_environment, local_environments
+from verifiers.envs.multiturn import MultiTurnEnv, stop
+from verifiers.envs.singleturn import SingleTurnEnv
+
+__all__ = [
+    "EnvGroup",
+    "Environment",
+    "MultiTurnEnv",
+    "Rows",
+    "SingleTurnEnv",
+    "UnknownRouteError",
+    "build_prompt",
+    "installed_environments",
+    "load_environment",
+    "local_environments",
+    "normalize_row",
+    "stop",
+]

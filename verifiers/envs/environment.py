@@ -1,0 +1,257 @@
+"""The abstract ``Environment``: data, prompt shape, rollout protocol, scoring and identity."""
+
+from __future__ import annotations
+
+import copy
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from verifiers.clients import Client
+from verifiers.envs.dataset import DatasetBuilder, DatasetLike, Rows, normalize_row
+from verifiers.eval.engine import ProgressCallback, RunProgress, run_generate
+from verifiers.eval.run import EvalRun, run_eval
+from verifiers.eval.sync import run_sync
+from verifiers.parsers import Parser
+from verifiers.rubrics import Rubric
+from verifiers.types import Messages, MessageType, Row, SamplingArgs, State
+
+
+class Environment(ABC):
+    """An evaluation / RL environment.
+
+    Subclasses implement ``rollout``. Everything else — selecting rows, scoring with the rubric, running
+    many rollouts concurrently, writing results — is shared.
+
+    Identity (contract 3.1): ``env_id``, ``env_version`` and ``env_content_hash`` are set by
+    ``load_environment`` from the installed package; constructing an environment directly leaves
+    ``env_id`` as the class name and the version ``0.0.0`` unless given.
+    """
+
+    message_type: ClassVar[MessageType] = "chat"
+
+    def __init__(
+        self,
+        *,
+        dataset: DatasetLike | DatasetBuilder | None = None,
+        eval_dataset: DatasetLike | DatasetBuilder | None = None,
+        system_prompt: str | None = None,
+        few_shot: Messages | None = None,
+        parser: Parser | None = None,
+        rubric: Rubric | None = None,
+        sampling_args: SamplingArgs | None = None,
+        timeout: float | None = None,
+        task: str = "default",
+        env_id: str | None = None,
+        env_version: str | None = None,
+    ) -> None:
+        if dataset is None and eval_dataset is None:
+            raise ValueError(f"{type(self).__name__} needs a dataset or an eval_dataset")
+        if timeout is not None and timeout <= 0:
+            raise ValueError("timeout must be a positive number of seconds")
+        self._dataset = Rows(dataset) if dataset is not None else None
+        self._eval_dataset = Rows(eval_dataset) if eval_dataset is not None else None
+        self.system_prompt = system_prompt
+        self.few_shot = list(few_shot) if few_shot else None
+        self.parser = parser or (rubric.parser if rubric is not None else Parser())
+        self.rubric = rubric or Rubric(parser=self.parser)
+        self.sampling_args: SamplingArgs = dict(sampling_args or {})
+        self.timeout = timeout
+        self.task = task
+        self.env_id: str = env_id or type(self).__name__
+        self.env_version: str = env_version or "0.0.0"
+        self.env_content_hash: str = ""
+        #: Keyword arguments ``load_environment`` was called with (recorded in run metadata).
+        self.env_args: dict[str, Any] = {}
+
+    # --- identity ----------------------------------------------------------------------------------
+    def set_identity(
+        self, env_id: str, env_version: str, content_hash: str, env_args: Mapping[str, Any]
+    ) -> None:
+        self.env_id, self.env_version, self.env_content_hash = env_id, env_version, content_hash
+        self.env_args = dict(env_args)
+
+    # --- data --------------------------------------------------------------------------------------
+    def rows(self, split: str = "eval") -> Rows:
+        """The eval split (falls back to the training set) or the ``train`` split (falls back to eval)."""
+        first, second = (
+            (self._eval_dataset, self._dataset) if split == "eval" else (self._dataset, self._eval_dataset)
+        )
+        if split not in ("eval", "train"):
+            raise ValueError(f"split must be 'eval' or 'train', not {split!r}")
+        chosen = first or second
+        assert chosen is not None
+        return chosen
+
+    def format_row(self, raw: Mapping[str, Any], index: int) -> Row:
+        return normalize_row(
+            raw,
+            index,
+            system_prompt=self.system_prompt,
+            few_shot=self.few_shot,
+            message_type=self.message_type,
+            default_task=self.task,
+        )
+
+    def select_rows(
+        self, num_examples: int = -1, *, seed: int | None = None, shuffle: bool = False, split: str = "eval"
+    ) -> list[Row]:
+        """Normalised rows for a run; deterministic in (num_examples, seed, shuffle, split)."""
+        rows = self.rows(split)
+        return [
+            self.format_row(rows.raw(i), i) for i in rows.select(num_examples, seed=seed, shuffle=shuffle)
+        ]
+
+    # --- rollouts ----------------------------------------------------------------------------------
+    def init_state(self, row: Row, rollout_index: int) -> State:
+        prompt = row["prompt"]
+        return State(
+            example_id=row["example_id"],
+            rollout_index=rollout_index,
+            task=row.get("task", self.task),
+            prompt=copy.deepcopy(prompt) if not isinstance(prompt, str) else prompt,
+            completion=[] if self.message_type == "chat" else "",
+            answer=row.get("answer", ""),
+            info=row.get("info", {}),
+            turns=[],
+            usage={"prompt_tokens": 0, "completion_tokens": 0},
+            timing={"generation": 0.0, "scoring": 0.0, "total": 0.0},
+            error=None,
+            stop_condition=None,
+            is_truncated=False,
+            reward=None,
+            metrics={},
+        )
+
+    @abstractmethod
+    async def rollout(
+        self,
+        client: Client,
+        model: str,
+        row: Row,
+        *,
+        sampling_args: SamplingArgs | None = None,
+        rollout_index: int = 0,
+        endpoint: int | None = None,
+    ) -> State:
+        """Run one rollout to its end. Errors are recorded on the returned state, not raised
+        (cancellation excepted)."""
+
+    async def score_group(self, states: Sequence[State]) -> None:
+        await self.rubric.score_group(states)
+
+    async def score_rollout(self, state: State) -> None:
+        await self.rubric.score_rollout(state)
+
+    async def setup(self) -> None:
+        """Called once before a run (start pools, warm caches). Must be idempotent."""
+
+    async def teardown(self) -> None:
+        """Called once after a run, even when it failed or was cancelled."""
+
+    def result_record(self, state: State) -> dict[str, Any]:
+        """The contract-3.3 row of a finished rollout."""
+        return {
+            "example_id": state["example_id"],
+            "rollout_index": state["rollout_index"],
+            "task": state["task"],
+            "prompt": state["prompt"],
+            "completion": state["completion"],
+            "answer": state["answer"],
+            "info": state["info"],
+            "reward": state.get("reward"),
+            "metrics": state.get("metrics") or {},
+            "error": state.get("error"),
+            "stop_condition": state.get("stop_condition"),
+            "is_truncated": bool(state.get("is_truncated")),
+            "turns": state["turns"],
+            "usage": state["usage"],
+            "timing": state["timing"],
+            "env_id": self.env_id,
+            "env_version": self.env_version,
+        }
+
+    def merged_sampling_args(self, override: SamplingArgs | None) -> SamplingArgs:
+        return {**self.sampling_args, **(override or {})}
+
+    # --- running many rollouts ---------------------------------------------------------------------
+    async def a_generate(
+        self,
+        rows: Sequence[Row],
+        client: Client | str,
+        model: str,
+        *,
+        rollouts_per_example: int = 1,
+        max_concurrent: int = 32,
+        sampling_args: SamplingArgs | None = None,
+        score: str = "group",
+    ) -> list[State]:
+        """Roll out and score every row ``rollouts_per_example`` times; states come back in
+        (row, rollout_index) order. Nothing is written to disk (that is ``evaluate``)."""
+        client_obj = client if isinstance(client, Client) else Client(client)
+        try:
+            return await run_generate(
+                self,
+                rows,
+                client_obj,
+                model,
+                rollouts_per_example=rollouts_per_example,
+                max_concurrent=max_concurrent,
+                sampling_args=sampling_args,
+                score=score,
+            )
+        finally:
+            if client_obj is not client:
+                await client_obj.aclose()
+
+    def generate(self, rows: Sequence[Row], client: Client | str, model: str, **kwargs: Any) -> list[State]:
+        """Synchronous ``a_generate`` (works inside and outside a running event loop)."""
+        return run_sync(self.a_generate(rows, client, model, **kwargs))
+
+    async def a_evaluate(
+        self,
+        client: Client | str,
+        model: str,
+        *,
+        num_examples: int = -1,
+        rollouts_per_example: int = 1,
+        max_concurrent: int = 32,
+        sampling_args: SamplingArgs | None = None,
+        seed: int | None = None,
+        shuffle: bool = False,
+        score: str = "group",
+        output_dir: str | Path | None = None,
+        resume: bool = False,
+        progress: RunProgress | None = None,
+        on_group: ProgressCallback | None = None,
+        pass_threshold: float = 1.0,
+    ) -> EvalRun:
+        """Evaluate on the eval split. With ``output_dir``, results stream to ``results.jsonl`` and
+        ``metadata.json`` there as each group completes, and ``resume=True`` completes a previous run."""
+        client_obj = client if isinstance(client, Client) else Client(client)
+        try:
+            return await run_eval(
+                self,
+                client_obj,
+                model,
+                num_examples=num_examples,
+                rollouts_per_example=rollouts_per_example,
+                max_concurrent=max_concurrent,
+                sampling_args=sampling_args,
+                seed=seed,
+                shuffle=shuffle,
+                score=score,
+                output_dir=Path(output_dir) if output_dir is not None else None,
+                resume=resume,
+                progress=progress,
+                on_group=on_group,
+                pass_threshold=pass_threshold,
+            )
+        finally:
+            if client_obj is not client:
+                await client_obj.aclose()
+
+    def evaluate(self, client: Client | str, model: str, **kwargs: Any) -> EvalRun:
+        """Synchronous ``a_evaluate`` (works inside and outside a running event loop)."""
+        return run_sync(self.a_evaluate(client, model, **kwargs))

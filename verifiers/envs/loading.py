@@ -1,0 +1,172 @@
+"""Finding and loading environment packages by id (contract 3.1).
+
+An environment package ``math-env`` has the module ``math_env`` exposing ``load_environment(**kwargs)``,
+and declares itself in the ``verifiers.environments`` entry-point group so installed environments can be
+listed without importing them. Packages under ``./environments/<module>/`` that are not installed are
+found too (their module directory is put on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata as md
+import inspect
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from verifiers.envs.environment import Environment
+from verifiers.errors import EnvArgumentError, EnvError, EnvNotFoundError
+from verifiers.hub.packaging import content_hash_of_module, module_name, normalize_name
+
+ENTRY_POINT_GROUP = "verifiers.environments"
+
+
+@dataclass(frozen=True)
+class EnvSource:
+    """Where an environment's code comes from."""
+
+    env_id: str
+    module: str
+    version: str
+    #: The package directory or module file (what the content hash covers).
+    module_path: Path | None
+    #: The project directory holding pyproject.toml, for local (uninstalled or editable) packages.
+    project_dir: Path | None
+
+
+def installed_environments() -> dict[str, str]:
+    """Installed environment ids → versions, from the ``verifiers.environments`` entry points."""
+    out: dict[str, str] = {}
+    for ep in md.entry_points(group=ENTRY_POINT_GROUP):
+        dist = ep.dist
+        out[normalize_name(ep.name)] = dist.version if dist is not None else "?"
+    return dict(sorted(out.items()))
+
+
+def local_environments(root: Path | None = None) -> dict[str, Path]:
+    """Environment projects under ``./environments`` (id → project dir)."""
+    base = (root or Path.cwd()) / "environments"
+    out: dict[str, Path] = {}
+    if base.is_dir():
+        for p in sorted(base.iterdir()):
+            pp = p / "pyproject.toml"
+            if pp.is_file():
+                try:
+                    name = tomllib.loads(pp.read_text())["project"]["name"]
+                except (KeyError, tomllib.TOMLDecodeError):
+                    continue
+                out[normalize_name(name)] = p
+    return out
+
+
+def read_project(project_dir: Path) -> dict[str, Any]:
+    """The ``[project]`` and ``[tool.verifiers]`` tables of a local environment project."""
+    data = tomllib.loads((project_dir / "pyproject.toml").read_text())
+    return data
+
+
+def _module_path(module: ModuleType) -> Path | None:
+    file = getattr(module, "__file__", None)
+    if file is None:
+        return None
+    path = Path(file)
+    return path.parent if path.name == "__init__.py" else path
+
+
+def _dist_version(env_id: str, module: ModuleType) -> str:
+    try:
+        return md.version(env_id)
+    except md.PackageNotFoundError:
+        pass
+    for dist_name in md.packages_distributions().get(module.__name__, []):
+        try:
+            return md.version(dist_name)
+        except md.PackageNotFoundError:
+            continue
+    return "0.0.0"
+
+
+def import_environment_module(
+    env_id: str, *, search_root: Path | None = None
+) -> tuple[ModuleType, EnvSource]:
+    """Import the module of ``env_id``: installed first, then ``./environments/``."""
+    env_id = normalize_name(env_id)
+    mod_name = module_name(env_id)
+    project_dir: Path | None = None
+    try:
+        module = importlib.import_module(mod_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != mod_name:  # the env exists but one of its own imports is missing
+            raise EnvError(f"environment {env_id!r} failed to import: {exc}") from exc
+        local = local_environments(search_root).get(env_id)
+        if local is None:
+            installed = ", ".join(installed_environments()) or "none"
+            here = ", ".join(local_environments(search_root)) or "none"
+            raise EnvNotFoundError(
+                f"no environment {env_id!r}: installed: {installed}; under ./environments: {here}. "
+                f"Install it with `vf-install {env_id}`."
+            ) from None
+        project_dir = local
+        src = local / "src" if (local / "src" / mod_name).exists() else local
+        sys.path.insert(0, str(src))
+        importlib.invalidate_caches()
+        module = importlib.import_module(mod_name)
+    path = _module_path(module)
+    if project_dir is None and path is not None:
+        # An editable install points into a project directory; remember it for eval defaults.
+        for parent in (path.parent, path.parent.parent):
+            if (parent / "pyproject.toml").is_file():
+                project_dir = parent
+                break
+    if project_dir is not None and not _is_installed(env_id):
+        version = str(read_project(project_dir).get("project", {}).get("version", "0.0.0"))
+    else:
+        version = _dist_version(env_id, module)
+    return module, EnvSource(env_id, mod_name, version, path, project_dir)
+
+
+def _is_installed(env_id: str) -> bool:
+    try:
+        md.distribution(env_id)
+        return True
+    except md.PackageNotFoundError:
+        return False
+
+
+def check_kwargs(fn: Any, kwargs: dict[str, Any], what: str) -> None:
+    """Raise ``EnvArgumentError`` if ``fn`` cannot take ``kwargs`` (unless it accepts ``**kwargs``)."""
+    sig = inspect.signature(fn)
+    params = sig.parameters
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return
+    accepted = [n for n, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = sorted(set(kwargs) - set(accepted))
+    if unknown:
+        raise EnvArgumentError(
+            f"{what} does not accept {', '.join(map(repr, unknown))}; it accepts: {', '.join(accepted) or 'no arguments'}"
+        )
+
+
+def load_environment(env_id: str, **kwargs: Any) -> Environment:
+    """Import environment ``env_id`` and call its ``load_environment(**kwargs)``.
+
+    Unknown keyword arguments raise ``EnvArgumentError`` naming the accepted ones. The returned
+    environment carries ``env_id``, ``env_version`` (the distribution version) and ``env_content_hash``.
+    """
+    module, source = import_environment_module(env_id)
+    fn = getattr(module, "load_environment", None)
+    if not callable(fn):
+        raise EnvError(f"module {source.module!r} has no load_environment() function")
+    check_kwargs(fn, kwargs, f"{source.env_id}.load_environment()")
+    env = fn(**kwargs)
+    if not isinstance(env, Environment):
+        raise EnvError(
+            f"{source.module}.load_environment() returned {type(env).__name__}, not an Environment"
+        )
+    content_hash = content_hash_of_module(source.module_path) if source.module_path else ""
+    env.set_identity(source.env_id, source.version, content_hash, kwargs)
+    return env

@@ -1,0 +1,193 @@
+"""Multi-turn environments: the model and the environment take turns until a stop condition holds."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from abc import abstractmethod
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from verifiers.clients import Client
+from verifiers.envs.environment import Environment
+from verifiers.errors import OverlongPromptError, RolloutTimeoutError, VerifiersError, error_record
+from verifiers.types import Messages, ModelResponse, Row, SamplingArgs, State
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def stop(func: F | None = None, *, priority: int = 0) -> Any:
+    """Declare a method ``(self, state) -> bool`` (sync or async) as a stop condition.
+
+    Conditions are checked before every model call and after every model response, highest
+    ``priority`` first, then in declaration order (base classes first); the first that holds ends the
+    rollout and its name becomes ``stop_condition``.
+    """
+
+    def mark(f: F) -> F:
+        f.__vf_stop__ = priority  # type: ignore[attr-defined]
+        return f
+
+    return mark(func) if func is not None else mark
+
+
+class MultiTurnEnv(Environment):
+    """Loop: model response → stop checks → ``env_response`` → stop checks → model response …
+
+    Built-in stop conditions, in order: the environment asked to stop (``state.stop(reason)``), the
+    model's answer was cut off (``truncated``), the declared ``@stop`` methods, ``max_turns``.
+    """
+
+    _stop_names: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        found: dict[str, tuple[int, int]] = {}
+        order = 0
+        for klass in reversed(cls.__mro__):
+            for name, attr in vars(klass).items():
+                if hasattr(attr, "__vf_stop__"):
+                    if name not in found:
+                        found[name] = (attr.__vf_stop__, order)
+                        order += 1
+                    else:  # overridden: keep the original position, take the new priority
+                        found[name] = (attr.__vf_stop__, found[name][1])
+                elif name in found:  # overridden by a method that is no longer a stop condition
+                    del found[name]
+        cls._stop_names = tuple(sorted(found, key=lambda n: (-found[n][0], found[n][1])))
+
+    def __init__(self, *, max_turns: int = 10, **kwargs: Any) -> None:
+        if max_turns < 1:
+            raise ValueError("max_turns must be at least 1")
+        super().__init__(**kwargs)
+        self.max_turns = max_turns
+
+    # --- hooks -------------------------------------------------------------------------------------
+    async def setup_state(self, state: State) -> None:
+        """Prepare per-rollout state before the first model call."""
+
+    @abstractmethod
+    async def env_response(self, messages: Messages | str, state: State) -> Messages | str:
+        """The environment's reply to the model's last message: new messages to append (chat) or text
+        (completion). Call ``state.stop(reason)`` to end the rollout instead."""
+
+    async def cleanup_state(self, state: State) -> None:
+        """Release per-rollout resources; runs after every rollout, even on error or cancellation."""
+
+    def tools_for(self, state: State) -> list[dict[str, Any]] | None:
+        """OpenAI tool schemas offered to the model on this rollout (none by default)."""
+        return None
+
+    # --- loop --------------------------------------------------------------------------------------
+    async def _should_stop(self, state: State) -> bool:
+        if state.get("stop_condition"):
+            return True
+        if state.get("is_truncated"):
+            state["stop_condition"] = "truncated"
+            return True
+        for name in self._stop_names:
+            result = getattr(self, name)(state)
+            if inspect.isawaitable(result):
+                result = await result
+            if result:
+                state["stop_condition"] = name
+                return True
+        if len(state["turns"]) >= self.max_turns:
+            state["stop_condition"] = "max_turns"
+            return True
+        return False
+
+    async def model_response(
+        self,
+        client: Client,
+        model: str,
+        state: State,
+        sampling_args: SamplingArgs | None,
+        endpoint: int | None,
+    ) -> ModelResponse:
+        if self.message_type == "chat":
+            return await client.chat(
+                model,
+                state["prompt"] + state["completion"],
+                sampling_args=sampling_args,
+                tools=self.tools_for(state),
+                endpoint=endpoint,
+            )
+        return await client.complete(
+            model, state["prompt"] + state["completion"], sampling_args=sampling_args, endpoint=endpoint
+        )
+
+    def _append(self, state: State, new: Messages | str) -> None:
+        if self.message_type == "chat":
+            if isinstance(new, str):
+                new = [{"role": "user", "content": new}]
+            state["completion"].extend(new)
+        else:
+            state["completion"] += (
+                new if isinstance(new, str) else "".join(str(m.get("content", "")) for m in new)
+            )
+
+    async def _loop(
+        self,
+        client: Client,
+        model: str,
+        state: State,
+        sampling_args: SamplingArgs | None,
+        endpoint: int | None,
+    ) -> None:
+        await self.setup_state(state)
+        while not await self._should_stop(state):
+            resp = await self.model_response(client, model, state, sampling_args, endpoint)
+            state["turns"].append(resp.turn_record())
+            usage = state["usage"]
+            usage["prompt_tokens"] += resp.prompt_tokens
+            usage["completion_tokens"] += resp.completion_tokens
+            if resp.finish_reason == "length":
+                state["is_truncated"] = True
+            self._append(state, [resp.message] if self.message_type == "chat" else resp.text)
+            if await self._should_stop(state):
+                break
+            self._append(state, await self.env_response(state["completion"], state))
+
+    async def rollout(
+        self,
+        client: Client,
+        model: str,
+        row: Row,
+        *,
+        sampling_args: SamplingArgs | None = None,
+        rollout_index: int = 0,
+        endpoint: int | None = None,
+    ) -> State:
+        state = self.init_state(row, rollout_index)
+        args = self.merged_sampling_args(sampling_args)
+        try:
+            if self.timeout is None:
+                await self._loop(client, model, state, args, endpoint)
+            else:
+                try:
+                    async with asyncio.timeout(self.timeout):
+                        await self._loop(client, model, state, args, endpoint)
+                except TimeoutError:
+                    raise RolloutTimeoutError(
+                        f"rollout exceeded its {self.timeout:g}s wall-clock budget"
+                    ) from None
+        except OverlongPromptError as exc:
+            state["error"] = exc.to_record()
+            state["stop_condition"] = "prompt_too_long"
+        except RolloutTimeoutError as exc:
+            state["error"] = exc.to_record()
+            state["stop_condition"] = "timeout"
+        except (VerifiersError, Exception) as exc:
+            state["error"] = error_record(exc)
+            state["stop_condition"] = "error"
+        finally:
+            await asyncio.shield(self._cleanup(state))
+        return state
+
+    async def _cleanup(self, state: State) -> None:
+        try:
+            await self.cleanup_state(state)
+        except Exception as exc:  # a failed cleanup is an env bug worth seeing, not a crash of the run
+            if state.get("error") is None:
+                state["error"] = error_record(exc)

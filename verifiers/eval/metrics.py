@@ -1,0 +1,99 @@
+"""Run-level statistics: unbiased pass@k and running aggregates over rollout results."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k estimate for one problem with ``n`` samples of which ``c`` are correct:
+    ``1 - C(n-c, k) / C(n, k)`` (Chen et al., 2021), computed as a stable product."""
+    if k < 1 or n < k:
+        raise ValueError(f"pass@k needs 1 <= k <= n (n={n}, k={k})")
+    if n - c < k:
+        return 1.0
+    prod = 1.0
+    for i in range(n - c + 1, n + 1):
+        prod *= 1.0 - k / i
+    return 1.0 - prod
+
+
+def ks_for(n: int) -> list[int]:
+    """The k values reported for ``n`` rollouts per example: powers of two up to n, and n itself."""
+    ks = [2**i for i in range(int(math.log2(n)) + 1)] if n >= 1 else []
+    if n >= 1 and ks[-1] != n:
+        ks.append(n)
+    return ks
+
+
+@dataclass
+class RunAggregate:
+    """Incrementally folds rollout records into the numbers of ``metadata.json``."""
+
+    pass_threshold: float = 1.0
+    completed: int = 0
+    scored: int = 0
+    errored: dict[str, int] = field(default_factory=dict)
+    reward_sum: float = 0.0
+    reward_sq_sum: float = 0.0
+    metric_sums: dict[str, float] = field(default_factory=dict)
+    metric_counts: dict[str, int] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    # example_id -> [scored rollouts, correct rollouts]
+    per_example: dict[int, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        self.completed += 1
+        usage = record.get("usage") or {}
+        self.prompt_tokens += int(usage.get("prompt_tokens") or 0)
+        self.completion_tokens += int(usage.get("completion_tokens") or 0)
+        err = record.get("error")
+        if err is not None:
+            cat = err.get("category", "env")
+            self.errored[cat] = self.errored.get(cat, 0) + 1
+            return
+        reward = record.get("reward")
+        if reward is None:
+            return
+        self.scored += 1
+        self.reward_sum += reward
+        self.reward_sq_sum += reward * reward
+        for name, value in (record.get("metrics") or {}).items():
+            self.metric_sums[name] = self.metric_sums.get(name, 0.0) + float(value)
+            self.metric_counts[name] = self.metric_counts.get(name, 0) + 1
+        ex = self.per_example[int(record["example_id"])]
+        ex[0] += 1
+        if reward >= self.pass_threshold:
+            ex[1] += 1
+
+    def add_all(self, records: Iterable[Mapping[str, Any]]) -> None:
+        for r in records:
+            self.add(r)
+
+    @property
+    def avg_reward(self) -> float | None:
+        return self.reward_sum / self.scored if self.scored else None
+
+    @property
+    def std_reward(self) -> float | None:
+        if not self.scored:
+            return None
+        mean = self.reward_sum / self.scored
+        return math.sqrt(max(0.0, self.reward_sq_sum / self.scored - mean * mean))
+
+    @property
+    def avg_metrics(self) -> dict[str, float]:
+        return {k: self.metric_sums[k] / self.metric_counts[k] for k in sorted(self.metric_sums)}
+
+    def pass_at_k(self, rollouts_per_example: int) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for k in ks_for(rollouts_per_example):
+            vals = [pass_at_k(n, c, k) for n, c in self.per_example.values() if n >= k]
+            if vals:
+                out[str(k)] = sum(vals) / len(vals)
+        return out

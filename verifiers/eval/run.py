@@ -1,0 +1,224 @@
+"""An evaluation run: row selection, the run directory, resume, live metadata and the final summary."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from verifiers.clients import Client
+from verifiers.eval.engine import GroupPlan, ProgressCallback, RolloutEnv, RunProgress, ScoreMode, schedule
+from verifiers.eval.metrics import RunAggregate
+from verifiers.eval.results import RunDirectory
+from verifiers.types import Row, RunCounts, RunMetadata, SamplingArgs, State, UsageInfo
+
+#: How often (at most) metadata.json is rewritten while a run progresses.
+METADATA_INTERVAL_S = 1.0
+
+
+class ResumeMismatchError(ValueError):
+    """The run directory to resume belongs to a different environment, model or run plan."""
+
+
+class EvaluableEnv(RolloutEnv, Protocol):
+    env_args: dict[str, Any]
+
+    def select_rows(
+        self, num_examples: int = -1, *, seed: int | None = None, shuffle: bool = False, split: str = "eval"
+    ) -> list[Row]: ...
+
+    def result_record(self, state: State) -> dict[str, Any]: ...
+
+
+@dataclass
+class EvalRun:
+    """What ``evaluate`` returns: the final metadata and every rollout record of the run (including
+    those completed by earlier, resumed attempts)."""
+
+    metadata: RunMetadata
+    results: list[dict[str, Any]] = field(default_factory=list)
+    path: Path | None = None
+
+    @property
+    def rewards(self) -> list[float | None]:
+        return [r.get("reward") for r in self.results]
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        return [r for r in self.results if r.get("error") is not None]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def sdk_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("verifiers-sdk")
+    except PackageNotFoundError:
+        return "0.0.0+unknown"
+
+
+def _check_resume(meta: RunMetadata, want: RunMetadata, path: Path) -> None:
+    checks = {
+        "env_id": (meta.env_id, want.env_id),
+        "model": (meta.model, want.model),
+        "num_examples": (meta.num_examples, want.num_examples),
+        "rollouts_per_example": (meta.rollouts_per_example, want.rollouts_per_example),
+        "seed": (meta.seed, want.seed),
+        "shuffle": (meta.shuffle, want.shuffle),
+        "env_args": (meta.env_args, want.env_args),
+        "sampling_args": (meta.sampling_args, want.sampling_args),
+    }
+    diffs = [f"{k}: run has {a!r}, now {b!r}" for k, (a, b) in checks.items() if a != b]
+    if diffs:
+        raise ResumeMismatchError(
+            f"cannot resume {path}: it was made with different settings ({'; '.join(diffs)})"
+        )
+
+
+async def run_eval(
+    env: EvaluableEnv,
+    client: Client,
+    model: str,
+    *,
+    num_examples: int = -1,
+    rollouts_per_example: int = 1,
+    max_concurrent: int = 32,
+    sampling_args: SamplingArgs | None = None,
+    seed: int | None = None,
+    shuffle: bool = False,
+    score: ScoreMode | str = "group",
+    output_dir: Path | None = None,
+    resume: bool = False,
+    progress: RunProgress | None = None,
+    on_group: ProgressCallback | None = None,
+    pass_threshold: float = 1.0,
+) -> EvalRun:
+    if rollouts_per_example < 1:
+        raise ValueError("rollouts_per_example must be at least 1")
+    rows = env.select_rows(num_examples, seed=seed, shuffle=shuffle)
+    merged_sampling = env.merged_sampling_args(sampling_args)
+    meta = RunMetadata(
+        env_id=env.env_id,
+        env_version=env.env_version,
+        env_content_hash=env.env_content_hash,
+        sdk_version=sdk_version(),
+        env_args=env.env_args,
+        model=model,
+        base_url=client.base_urls if len(client.base_urls) > 1 else client.base_urls[0],
+        sampling_args=merged_sampling,
+        num_examples=len(rows),
+        rollouts_per_example=rollouts_per_example,
+        seed=seed,
+        shuffle=shuffle,
+        started_at=_now(),
+        counts=RunCounts(planned=len(rows) * rollouts_per_example),
+    )
+    agg = RunAggregate(pass_threshold=pass_threshold)
+    previous: list[dict[str, Any]] = []
+    run_dir = RunDirectory(output_dir) if output_dir is not None else None
+    if run_dir is not None:
+        old = run_dir.read_metadata()
+        if resume and old is not None:
+            _check_resume(old, meta, run_dir.path)
+            meta.started_at = old.started_at
+            meta.duration_s = old.duration_s
+            if old.env_content_hash != meta.env_content_hash:
+                meta.extra["resumed_across_content_hashes"] = sorted(
+                    {old.env_content_hash, meta.env_content_hash}
+                )
+            previous = run_dir.load_results(repair=True)
+        elif run_dir.has_results() or old is not None:
+            raise FileExistsError(
+                f"{run_dir.path} already holds a run; pass resume=True (vf-eval --resume) to complete it, "
+                "or choose another output directory"
+            )
+    # Keep the first record of each pair; a later duplicate would be a bug, never counted twice.
+    done: dict[tuple[int, int], dict[str, Any]] = {}
+    for rec in previous:
+        done.setdefault((int(rec["example_id"]), int(rec["rollout_index"])), rec)
+    previous = list(done.values())
+    agg.add_all(previous)
+    plans = [
+        GroupPlan(row, missing)
+        for row in rows
+        if (missing := [i for i in range(rollouts_per_example) if (row["example_id"], i) not in done])
+    ]
+    results: list[dict[str, Any]] = list(previous)
+    t_start = time.monotonic()
+    base_duration = meta.duration_s
+    last_write = 0.0
+
+    def refresh(status: str) -> None:
+        meta.status = status  # type: ignore[assignment]
+        meta.counts = RunCounts(
+            planned=meta.counts.planned, completed=agg.completed, scored=agg.scored, errored=dict(agg.errored)
+        )
+        meta.avg_reward = agg.avg_reward
+        meta.std_reward = agg.std_reward
+        meta.avg_metrics = agg.avg_metrics
+        meta.pass_at_k = agg.pass_at_k(rollouts_per_example)
+        meta.usage = UsageInfo(prompt_tokens=agg.prompt_tokens, completion_tokens=agg.completion_tokens)
+        meta.duration_s = base_duration + (time.monotonic() - t_start)
+
+    def write(status: str, *, final: bool = False) -> None:
+        nonlocal last_write
+        refresh(status)
+        if final:
+            meta.finished_at = _now()
+        if run_dir is not None:
+            run_dir.write_metadata(meta, durable=final)
+        last_write = time.monotonic()
+
+    def handle_group(states: Sequence[State]) -> None:
+        records = [env.result_record(s) for s in states]
+        if run_dir is not None:
+            run_dir.append(records)
+        agg.add_all(records)
+        results.extend(records)
+        if on_group is not None:
+            on_group(states)
+        if run_dir is not None and time.monotonic() - last_write >= METADATA_INTERVAL_S:
+            write("running")
+
+    if progress is not None:
+        progress.done += len(previous)
+        progress.total += len(previous)
+    if run_dir is not None:
+        run_dir.open_for_append()
+    write("running")
+    status = "failed"
+    try:
+        await env.setup()
+        try:
+            await schedule(
+                env,
+                plans,
+                client,
+                model,
+                max_concurrent=max_concurrent,
+                sampling_args=sampling_args,
+                score=score,  # type: ignore[arg-type]
+                on_group=handle_group,
+                progress=progress,
+                collect=False,
+            )
+        finally:
+            await env.teardown()
+        status = "completed"
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        status = "cancelled"
+        raise
+    finally:
+        if run_dir is not None:
+            run_dir.close(durable=True)
+        write(status, final=True)
+    results.sort(key=lambda r: (r["example_id"], r["rollout_index"]))
+    return EvalRun(metadata=meta, results=results, path=run_dir.path if run_dir else None)

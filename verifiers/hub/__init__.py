@@ -1,0 +1,1 @@
+"""Hub client side: packaging (the content hash) and, later, publish/install."""

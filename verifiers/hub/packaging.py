@@ -1,0 +1,106 @@
+"""The one content-hash algorithm for environment packages, shared by the SDK and the hub server.
+
+``env_content_hash`` identifies the *source* of an environment independently of how it was installed
+(editable checkout, wheel, sdist). It covers the files of the environment's import package — the
+directory ``<module>/`` (or the single file ``<module>.py``) — and nothing else, so the same sources give
+the same hash whether read from disk, from a wheel or from an sdist.
+
+Algorithm (version 1), documented here and in the README:
+
+1. Collect the files of the import package, as POSIX paths relative to the directory that *contains* the
+   package (so they start with ``<module>/``). Skip ``__pycache__`` directories and ``*.pyc``/``*.pyo``.
+2. Sort the paths by their UTF-8 bytes.
+3. Feed sha256, for each file: ``path`` UTF-8 bytes, NUL, the decimal byte length, NUL, the raw bytes.
+4. The hash is the lowercase hex digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+
+CONTENT_HASH_VERSION = 1
+
+
+def _skip(rel: PurePosixPath) -> bool:
+    return "__pycache__" in rel.parts or rel.suffix in (".pyc", ".pyo")
+
+
+def hash_files(files: Iterable[tuple[str, bytes]]) -> str:
+    """Content hash of (relative POSIX path, bytes) pairs; the order given does not matter."""
+    h = hashlib.sha256()
+    for path, data in sorted(files, key=lambda f: f[0].encode()):
+        h.update(path.encode())
+        h.update(b"\0")
+        h.update(str(len(data)).encode())
+        h.update(b"\0")
+        h.update(data)
+    return h.hexdigest()
+
+
+def module_files(module_path: Path) -> list[tuple[str, bytes]]:
+    """The (relative path, bytes) pairs of an import package directory or single-file module."""
+    module_path = Path(module_path)
+    if module_path.is_file():
+        return [(module_path.name, module_path.read_bytes())]
+    base = module_path.parent
+    out: list[tuple[str, bytes]] = []
+    for p in module_path.rglob("*"):
+        if not p.is_file():
+            continue
+        rel = PurePosixPath(p.relative_to(base).as_posix())
+        if not _skip(rel):
+            out.append((str(rel), p.read_bytes()))
+    return out
+
+
+def content_hash_of_module(module_path: Path) -> str:
+    """``env_content_hash`` of an import package on disk (a directory or a ``.py`` file)."""
+    return hash_files(module_files(module_path))
+
+
+def content_hash_of_sdist(sdist: bytes | Path, module: str) -> str:
+    """``env_content_hash`` recomputed from an sdist (``.tar.gz``), as the hub does on upload.
+
+    Looks for ``<module>/`` or ``<module>.py`` at the sdist root (``<name>-<version>/``) or under ``src/``.
+    Raises ``ValueError`` if the module is not in the archive.
+    """
+    data = sdist.read_bytes() if isinstance(sdist, Path) else sdist
+    files: dict[str, list[tuple[str, bytes]]] = {"": [], "src/": []}
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        for member in tar.getmembers():
+            if not member.isfile():
+                continue
+            parts = PurePosixPath(member.name).parts
+            if len(parts) < 2:
+                continue
+            inner = PurePosixPath(*parts[1:])  # drop the "<name>-<version>" top directory
+            for prefix in files:
+                s = str(inner)
+                if not s.startswith(prefix):
+                    continue
+                rel = PurePosixPath(s[len(prefix) :])
+                in_module = (rel.parts[0] == module and len(rel.parts) > 1) or str(rel) == f"{module}.py"
+                if in_module and not _skip(rel):
+                    f = tar.extractfile(member)
+                    if f is not None:
+                        files[prefix].append((str(rel), f.read()))
+    for prefix in ("", "src/"):
+        if files[prefix]:
+            return hash_files(files[prefix])
+    raise ValueError(f"the sdist has no module {module!r} (expected {module}/ or {module}.py)")
+
+
+def normalize_name(name: str) -> str:
+    """PEP 503 normalised project name."""
+    from packaging.utils import canonicalize_name
+
+    return str(canonicalize_name(name))
+
+
+def module_name(env_id: str) -> str:
+    """Import module of an environment id: ``math-env`` -> ``math_env`` (contract 3.1)."""
+    return normalize_name(env_id).replace("-", "_")

@@ -1,0 +1,65 @@
+"""The base parser: turns model text (or a whole completion) into the answer a rubric checks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from verifiers.types import Messages
+
+ExtractFn = Callable[[str], str | None]
+
+
+def _identity(text: str) -> str | None:
+    return text.strip()
+
+
+def assistant_texts(completion: Messages | str) -> list[str]:
+    """The text of every assistant message in a completion (a plain string is one message)."""
+    if isinstance(completion, str):
+        return [completion]
+    out: list[str] = []
+    for msg in completion:
+        if msg.get("role") == "assistant":
+            content = msg.get("content")
+            if isinstance(content, str):
+                out.append(content)
+            elif isinstance(content, list):  # content parts
+                out.append("".join(p.get("text", "") for p in content if isinstance(p, dict)))
+    return out
+
+
+class Parser:
+    """Extracts an answer from text with ``extract_fn`` (default: the stripped text itself).
+
+    ``parse_answer(completion)`` applies ``parse`` to the last assistant message; ``None`` means no
+    answer could be found (rubrics score that 0 and report ``parsed = 0``).
+    """
+
+    def __init__(self, extract_fn: ExtractFn | None = None) -> None:
+        self.extract_fn: ExtractFn = extract_fn or _identity
+
+    def parse(self, text: str) -> Any:
+        return self.extract_fn(text)
+
+    def parse_answer(self, completion: Messages | str) -> str | None:
+        texts = assistant_texts(completion)
+        if not texts:
+            return None
+        parsed = self.parse(texts[-1])
+        return None if parsed is None else str(parsed)
+
+    def follows_format(self, text: str) -> bool:
+        """Whether one assistant message has the expected shape (override in structured parsers)."""
+        return self.parse(text) is not None
+
+    def get_format_reward_func(self) -> Callable[..., float]:
+        """A reward function: the fraction of assistant messages that follow the format."""
+
+        def format_reward(completion: Messages | str) -> float:
+            texts = assistant_texts(completion)
+            if not texts:
+                return 0.0
+            return sum(1.0 for t in texts if self.follows_format(t)) / len(texts)
+
+        return format_reward

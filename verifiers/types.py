@@ -1,0 +1,193 @@
+"""The SDK's data contracts (DESIGN.md 3.2–3.4) as code.
+
+Inside the hot path rollouts are plain dicts (``State``) serialised with orjson; the pydantic models here
+are the documented schema of what crosses a boundary — a ``results.jsonl`` row, ``metadata.json``, an env
+server response — and are what readers validate against (``RolloutResult.model_validate(row)``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from verifiers.errors import ErrorCategory
+
+#: One chat message in OpenAI form: ``{"role": ..., "content": ..., "tool_calls"?: [...], ...}``.
+ChatMessage: TypeAlias = dict[str, Any]
+Messages: TypeAlias = list[ChatMessage]
+#: A dataset row after normalisation (contract 3.2).
+Row: TypeAlias = dict[str, Any]
+SamplingArgs: TypeAlias = dict[str, Any]
+MessageType = Literal["chat", "completion"]
+
+
+class State(dict[str, Any]):
+    """Everything one rollout knows, as a dict so environments and reward functions can add keys.
+
+    Well-known keys (always present once a rollout has started): ``example_id``, ``rollout_index``,
+    ``task``, ``prompt``, ``completion``, ``answer``, ``info``, ``turns``, ``usage``, ``timing``,
+    ``error``, ``stop_condition``, ``is_truncated``, ``reward``, ``metrics``.
+    """
+
+    __slots__ = ()
+
+    @property
+    def errored(self) -> bool:
+        return self.get("error") is not None
+
+    def stop(self, condition: str) -> None:
+        """Ask the rollout loop to end after the current step, recording why."""
+        self["stop_condition"] = condition
+
+
+@dataclass(slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, prompt_tokens: int, completion_tokens: int) -> None:
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+
+    def as_dict(self) -> dict[str, int]:
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
+
+
+@dataclass(slots=True)
+class ModelResponse:
+    """One model call's outcome, already decoded from the server's JSON."""
+
+    #: The assistant message (chat) or ``{"role": "assistant", "content": text}`` (completions).
+    message: ChatMessage
+    finish_reason: str | None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    prompt_ids: list[int] | None = None
+    completion_ids: list[int] | None = None
+    completion_logprobs: list[float] | None = None
+    #: Which endpoint served it (for logs and round-robin tests).
+    endpoint: str | None = None
+    raw: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def text(self) -> str:
+        content = self.message.get("content")
+        return content if isinstance(content, str) else ""
+
+    def turn_record(self) -> dict[str, Any]:
+        """The per-call entry of a rollout's ``turns`` list (contract 3.3)."""
+        return {
+            "prompt_ids": self.prompt_ids,
+            "completion_ids": self.completion_ids,
+            "completion_logprobs": self.completion_logprobs,
+            "finish_reason": self.finish_reason,
+        }
+
+
+# --- boundary schemas ------------------------------------------------------------------------------
+class ErrorInfo(BaseModel):
+    category: ErrorCategory
+    type: str
+    message: str
+
+
+class TurnInfo(BaseModel):
+    prompt_ids: list[int] | None = None
+    completion_ids: list[int] | None = None
+    completion_logprobs: list[float] | None = None
+    finish_reason: str | None = None
+
+
+class UsageInfo(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class TimingInfo(BaseModel):
+    generation: float = 0.0
+    scoring: float = 0.0
+    total: float = 0.0
+
+
+class RolloutResult(BaseModel):
+    """One row of ``results.jsonl`` and one rollout of an env server response (contract 3.3)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    example_id: int
+    rollout_index: int
+    task: str
+    prompt: Messages | str
+    completion: Messages | str
+    answer: str
+    info: dict[str, Any]
+    reward: float | None
+    metrics: dict[str, float]
+    error: ErrorInfo | None
+    stop_condition: str | None
+    is_truncated: bool
+    turns: list[TurnInfo]
+    usage: UsageInfo
+    timing: TimingInfo
+    env_id: str
+    env_version: str
+
+
+class RunCounts(BaseModel):
+    planned: int = 0
+    completed: int = 0
+    scored: int = 0
+    errored: dict[str, int] = Field(default_factory=dict)
+
+
+RunStatus = Literal["running", "completed", "cancelled", "failed"]
+
+
+class RunMetadata(BaseModel):
+    """``metadata.json`` of a run directory (contract 3.4); rewritten as the run progresses."""
+
+    env_id: str
+    env_version: str
+    env_content_hash: str
+    sdk_version: str
+    env_args: dict[str, Any] = Field(default_factory=dict)
+    model: str
+    base_url: str | list[str]
+    sampling_args: dict[str, Any] = Field(default_factory=dict)
+    num_examples: int
+    rollouts_per_example: int
+    seed: int | None = None
+    shuffle: bool = False
+    started_at: str
+    finished_at: str | None = None
+    status: RunStatus = "running"
+    counts: RunCounts = Field(default_factory=RunCounts)
+    avg_reward: float | None = None
+    std_reward: float | None = None
+    avg_metrics: dict[str, float] = Field(default_factory=dict)
+    pass_at_k: dict[str, float] = Field(default_factory=dict)
+    usage: UsageInfo = Field(default_factory=UsageInfo)
+    duration_s: float = 0.0
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+__all__ = [
+    "ChatMessage",
+    "ErrorInfo",
+    "MessageType",
+    "Messages",
+    "ModelResponse",
+    "RolloutResult",
+    "Row",
+    "RunCounts",
+    "RunMetadata",
+    "RunStatus",
+    "SamplingArgs",
+    "State",
+    "TimingInfo",
+    "TurnInfo",
+    "Usage",
+    "UsageInfo",
+]
