@@ -56,6 +56,8 @@ class Environment(ABC):
         self.few_shot = list(few_shot) if few_shot else None
         self.parser = parser or (rubric.parser if rubric is not None else Parser())
         self.rubric = rubric or Rubric(parser=self.parser)
+        if parser is not None and self.rubric.parser_is_default:
+            self.rubric.parser = parser  # reward functions asking for `parser` get the env's
         self.sampling_args: SamplingArgs = dict(sampling_args or {})
         self.timeout = timeout
         self.task = task

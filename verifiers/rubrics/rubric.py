@@ -99,6 +99,8 @@ class Rubric:
         if weights is not None and len(weights) != len(funcs):
             raise ValueError(f"Rubric got {len(funcs)} functions but {len(weights)} weights")
         self.parser = parser or Parser()
+        #: True when no parser was given: an environment may then lend the rubric its own parser.
+        self.parser_is_default = parser is None
         self._specs: list[_RewardSpec] = []
         self._objects: dict[str, Any] = {}
         for i, f in enumerate(funcs):

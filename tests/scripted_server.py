@@ -1,0 +1,275 @@
+"""A scripted OpenAI-compatible server for tests: real HTTP on a free loopback port.
+
+Each request is answered by, in order of preference:
+1. the next queued ``Reply`` (``server.enqueue(...)``), FIFO;
+2. the ``handler`` callable (request JSON -> ``Reply``);
+3. the rules: the first rule whose ``match`` substring occurs in the last user message;
+4. the default reply text.
+
+A ``Reply`` can delay, fail with a status (and ``Retry-After``), return a garbage body, drop the
+connection, call tools, stop for length, and return logprobs / token ids (vLLM style). The server records
+every request and the peak number of requests in flight, so tests can check concurrency caps server-side.
+
+Run standalone (used by CLI tests and end-to-end env tests)::
+
+    python tests/scripted_server.py --rules rules.json [--port 0] [--delay 0.01]
+
+It prints ``PORT <n>`` on stdout once it listens. ``rules.json``:
+``{"default": "text", "rules": [{"match": "2+2", "content": "\\\\boxed{4}"}]}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass
+class Reply:
+    content: str | None = "ok"
+    tool_calls: list[dict[str, Any]] | None = None
+    status: int = 200
+    delay: float = 0.0
+    retry_after: str | None = None
+    body: bytes | None = None  # raw body instead of a completion (garbage tests)
+    drop: bool = False  # close the connection without answering
+    finish_reason: str | None = None
+    logprobs: bool = False
+    token_ids: bool = False
+    error_message: str = "scripted error"
+    prompt_tokens: int = 10
+    completion_tokens: int | None = None
+
+
+def tool_call(name: str, arguments: dict[str, Any] | str, call_id: str | None = None) -> dict[str, Any]:
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"id": call_id or f"call_{name}_{abs(hash(args)) % 10_000}", "type": "function",
+            "function": {"name": name, "arguments": args}}
+
+
+@dataclass
+class Rule:
+    match: str
+    content: str
+
+
+Handler = Callable[[dict[str, Any]], "Reply | Awaitable[Reply]"]
+
+
+def _last_user_text(body: dict[str, Any]) -> str:
+    if "prompt" in body:
+        return str(body["prompt"])
+    for msg in reversed(body.get("messages") or []):
+        if msg.get("role") in ("user", "tool"):
+            c = msg.get("content")
+            return c if isinstance(c, str) else json.dumps(c)
+    return ""
+
+
+@dataclass
+class ScriptedServer:
+    handler: Handler | None = None
+    rules: list[Rule] = field(default_factory=list)
+    default: str = "ok"
+    delay: float = 0.0
+    host: str = "127.0.0.1"
+    port: int = 0
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    _queue: deque[Reply] = field(default_factory=deque)
+    _thread: threading.Thread | None = None
+    _loop: asyncio.AbstractEventLoop | None = None
+    _runner: web.AppRunner | None = None
+    _ready: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def enqueue(self, *replies: Reply) -> None:
+        with self._lock:
+            self._queue.extend(replies)
+
+    def reset_stats(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self.max_in_flight = 0
+
+    # --- HTTP ----------------------------------------------------------------------------------------
+    async def _pick(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            if self._queue:
+                return self._queue.popleft()
+        if self.handler is not None:
+            r = self.handler(body)
+            if asyncio.iscoroutine(r):
+                r = await r
+            return r  # type: ignore[return-value]
+        text = _last_user_text(body)
+        for rule in self.rules:
+            if rule.match in text:
+                return Reply(content=rule.content, delay=self.delay)
+        return Reply(content=self.default, delay=self.delay)
+
+    def _completion_body(self, body: dict[str, Any], reply: Reply, chat: bool) -> dict[str, Any]:
+        content = reply.content or ""
+        words = content.split()
+        n_completion = reply.completion_tokens if reply.completion_tokens is not None else max(1, len(words))
+        finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+        choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
+        toks = [f"token_id:{100 + i}" if reply.token_ids else w for i, w in enumerate(words or [""])]
+        if chat:
+            msg: dict[str, Any] = {"role": "assistant", "content": reply.content}
+            if reply.tool_calls:
+                msg["tool_calls"] = reply.tool_calls
+            choice["message"] = msg
+            if reply.logprobs:
+                choice["logprobs"] = {"content": [{"token": t, "logprob": -0.5} for t in toks]}
+        else:
+            choice["text"] = content
+            if reply.logprobs:
+                choice["logprobs"] = {"tokens": toks, "token_logprobs": [-0.5 for _ in toks]}
+        out: dict[str, Any] = {
+            "id": f"cmpl-{len(self.requests)}",
+            "object": "chat.completion" if chat else "text_completion",
+            "created": int(time.time()),
+            "model": body.get("model", "scripted"),
+            "choices": [choice],
+            "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": n_completion,
+                      "total_tokens": reply.prompt_tokens + n_completion},
+        }
+        if reply.token_ids:
+            out["prompt_token_ids"] = list(range(1, reply.prompt_tokens + 1))
+        return out
+
+    async def _handle(self, request: web.Request, chat: bool) -> web.StreamResponse:
+        try:
+            body = await request.json()
+        except ValueError:
+            return web.json_response({"error": {"message": "invalid JSON"}}, status=400)
+        with self._lock:
+            self.requests.append(body)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            reply = await self._pick(body)
+            if reply.delay:
+                await asyncio.sleep(reply.delay)
+            if reply.drop:
+                transport = request.transport
+                if transport is not None:
+                    transport.abort()
+                raise ConnectionResetError("scripted drop")
+            if reply.body is not None:
+                return web.Response(body=reply.body, status=reply.status, content_type="application/json")
+            if reply.status != 200:
+                headers = {"Retry-After": reply.retry_after} if reply.retry_after else None
+                return web.json_response({"error": {"message": reply.error_message}}, status=reply.status,
+                                         headers=headers)
+            return web.json_response(self._completion_body(body, reply, chat))
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, chat=True)
+
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, chat=False)
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        return web.json_response({"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/completions", self._completions)
+        app.router.add_get("/v1/models", self._models)
+        return app
+
+    async def start_async(self) -> None:
+        if self.port == 0:
+            with socket.socket() as s:
+                s.bind((self.host, 0))
+                self.port = s.getsockname()[1]
+        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, self.host, self.port).start()
+
+    async def stop_async(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # --- background thread -----------------------------------------------------------------------
+    def start(self) -> ScriptedServer:
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            loop.run_until_complete(self.start_async())
+            self._ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self.stop_async())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="scripted-openai", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("scripted server did not start")
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._thread = None
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def load_rules(path: Path) -> tuple[str, list[Rule]]:
+    data = json.loads(path.read_text())
+    return data.get("default", "ok"), [Rule(r["match"], r["content"]) for r in data.get("rules", [])]
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rules", type=Path)
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--delay", type=float, default=0.0)
+    ap.add_argument("--default", default=None)
+    args = ap.parse_args(argv)
+    default, rules = load_rules(args.rules) if args.rules else ("ok", [])
+    server = ScriptedServer(rules=rules, default=args.default or default, delay=args.delay, port=args.port)
+
+    async def serve() -> None:
+        await server.start_async()
+        print(f"PORT {server.port}", flush=True)
+        await asyncio.Event().wait()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())
