@@ -38,8 +38,16 @@ def main() -> None:
 
     run = env.evaluate(url, "bench", num_examples=n, max_concurrent=conc, output_dir=out, on_group=on_group)
     steady = (int(n * 0.9) - int(n * 0.1)) / (stamps[1] - stamps[0])
-    print(json.dumps({"steady": steady, "completed": run.metadata.counts.completed,
-                      "avg_reward": run.metadata.avg_reward, "errored": run.metadata.counts.errored}))
+    print(
+        json.dumps(
+            {
+                "steady": steady,
+                "completed": run.metadata.counts.completed,
+                "avg_reward": run.metadata.avg_reward,
+                "errored": run.metadata.counts.errored,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

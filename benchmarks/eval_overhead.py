@@ -72,7 +72,14 @@ def main() -> None:
             out = Path(tmp) / "run"
             t0 = time.perf_counter()
             res = subprocess.run(
-                [sys.executable, str(HERE / "_eval_job.py"), url, str(args.n), str(args.concurrency), str(out)],
+                [
+                    sys.executable,
+                    str(HERE / "_eval_job.py"),
+                    url,
+                    str(args.n),
+                    str(args.concurrency),
+                    str(out),
+                ],
                 capture_output=True,
                 text=True,
                 check=True,
@@ -85,11 +92,17 @@ def main() -> None:
         steady = job["steady"]
         print(f"rollouts: {args.n} at concurrency {args.concurrency} (results.jsonl lines: {lines})")
         print(f"transport ceiling (raw aiohttp): {ceiling:8.0f} req/s")
-        print(f"whole-process:                   {whole:8.0f} rollouts/s  ({whole / ceiling:5.1%} of ceiling; wall {wall:.2f}s)")
-        print(f"steady state:                    {steady:8.0f} rollouts/s  ({steady / ceiling:5.1%} of ceiling)")
-        print(f"targets: whole >= 1000/s -> {'OK' if whole >= 1000 else 'MISS'}; "
-              f"steady >= 1500/s -> {'OK' if steady >= 1500 else 'MISS'}; "
-              f"steady >= 35% of ceiling -> {'OK' if steady >= 0.35 * ceiling else 'MISS'}")
+        print(
+            f"whole-process:                   {whole:8.0f} rollouts/s  ({whole / ceiling:5.1%} of ceiling; wall {wall:.2f}s)"
+        )
+        print(
+            f"steady state:                    {steady:8.0f} rollouts/s  ({steady / ceiling:5.1%} of ceiling)"
+        )
+        print(
+            f"targets: whole >= 1000/s -> {'OK' if whole >= 1000 else 'MISS'}; "
+            f"steady >= 1500/s -> {'OK' if steady >= 1500 else 'MISS'}; "
+            f"steady >= 35% of ceiling -> {'OK' if steady >= 0.35 * ceiling else 'MISS'}"
+        )
     finally:
         server.terminate()
         server.wait()

