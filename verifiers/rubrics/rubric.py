@@ -188,7 +188,7 @@ class Rubric:
     @staticmethod
     async def _call(spec: _RewardSpec, kwargs: dict[str, Any]) -> Any:
         try:
-            result = spec.func(**kwargs)
+            result: Any = spec.func(**kwargs)
             if spec.is_async or inspect.isawaitable(result):
                 result = await result
             return result
