@@ -170,3 +170,38 @@ def load_environment(env_id: str, **kwargs: Any) -> Environment:
     content_hash = content_hash_of_module(source.module_path) if source.module_path else ""
     env.set_identity(source.env_id, source.version, content_hash, kwargs)
     return env
+
+
+#: Keys of ``[tool.verifiers.eval]`` / ``EVAL_DEFAULTS`` that ``vf-eval`` understands, with their types.
+EVAL_DEFAULT_KEYS: dict[str, type] = {"num_examples": int, "rollouts_per_example": int, "sampling_args": dict}
+
+
+def _pyproject_text(source: EnvSource) -> str | None:
+    if source.project_dir is not None and (source.project_dir / "pyproject.toml").is_file():
+        return (source.project_dir / "pyproject.toml").read_text()
+    # A wheel has no pyproject.toml; vf-init's packages ship it as .dist-info/extra_metadata/pyproject.toml.
+    try:
+        return md.distribution(source.env_id).read_text("extra_metadata/pyproject.toml")
+    except md.PackageNotFoundError:
+        return None
+
+
+def eval_defaults(env_id: str, *, search_root: Path | None = None) -> dict[str, Any]:
+    """The evaluation defaults an environment package declares (documented in
+    docs/environment-packages.md): its module's ``EVAL_DEFAULTS`` mapping, overridden key by key by the
+    ``[tool.verifiers.eval]`` table of its pyproject.toml (on disk for local and editable installs, or
+    shipped in the wheel's ``.dist-info/extra_metadata/``). Known keys are type-checked; others are kept."""
+    module, source = import_environment_module(env_id, search_root=search_root)
+    out: dict[str, Any] = dict(getattr(module, "EVAL_DEFAULTS", None) or {})
+    text = _pyproject_text(source)
+    if text:
+        try:
+            table = tomllib.loads(text).get("tool", {}).get("verifiers", {}).get("eval", {})
+        except tomllib.TOMLDecodeError as exc:
+            raise EnvError(f"pyproject.toml of {source.env_id!r} is not valid TOML: {exc}") from None
+        out.update(table)
+    for key, typ in EVAL_DEFAULT_KEYS.items():
+        value = out.get(key)
+        if value is not None and (not isinstance(value, typ) or isinstance(value, bool)):
+            raise EnvError(f"eval default {key!r} of {source.env_id!r} must be {typ.__name__}, not {value!r}")
+    return out
