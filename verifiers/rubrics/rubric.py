@@ -289,8 +289,11 @@ class RubricGroup(Rubric):
 
     async def score_group(self, states: Sequence[State]) -> None:
         t0 = time.perf_counter()
-        # Each member scores its own copy of the per-rollout results, then they are summed.
-        copies = [[State(s, metrics={}, timing={}) for s in states] for _ in self.rubrics]
+        # Each member scores its own copy of the per-rollout results, then they are summed. Members see
+        # the metrics the rollout already recorded (e.g. tool-call counts), as a lone rubric would.
+        copies = [
+            [State(s, metrics=dict(s.get("metrics") or {}), timing={}) for s in states] for _ in self.rubrics
+        ]
         await asyncio.gather(*(r.score_group(c) for r, c in zip(self.rubrics, copies, strict=True)))
         elapsed = time.perf_counter() - t0
         for i, s in enumerate(states):
