@@ -18,6 +18,12 @@ _EXPORTS: dict[str, str] = {
     "MultiTurnEnv": "verifiers.envs.multiturn",
     "stop": "verifiers.envs.multiturn",
     "EnvGroup": "verifiers.envs.env_group",
+    "ToolEnv": "verifiers.envs.tool_env",
+    "StatefulToolEnv": "verifiers.envs.stateful_tool_env",
+    "Tool": "verifiers.envs.tool_schema",
+    "ToolCallError": "verifiers.envs.tool_schema",
+    "ToolArgumentError": "verifiers.envs.tool_schema",
+    "UnknownToolError": "verifiers.envs.tool_schema",
     "load_environment": "verifiers.envs.loading",
     "installed_environments": "verifiers.envs.loading",
     # rubrics
@@ -73,6 +79,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs; no runtime cost
     from verifiers.envs.loading import installed_environments, load_environment
     from verifiers.envs.multiturn import MultiTurnEnv, stop
     from verifiers.envs.singleturn import SingleTurnEnv
+    from verifiers.envs.stateful_tool_env import StatefulToolEnv
+    from verifiers.envs.tool_env import ToolEnv
+    from verifiers.envs.tool_schema import Tool, ToolArgumentError, ToolCallError, UnknownToolError
     from verifiers.eval.engine import RunProgress
     from verifiers.eval.metrics import pass_at_k
     from verifiers.eval.run import EvalRun

@@ -6,6 +6,9 @@ from verifiers.envs.environment import Environment
 from verifiers.envs.loading import installed_environments, load_environment, local_environments
 from verifiers.envs.multiturn import MultiTurnEnv, stop
 from verifiers.envs.singleturn import SingleTurnEnv
+from verifiers.envs.stateful_tool_env import StatefulToolEnv
+from verifiers.envs.tool_env import ToolEnv
+from verifiers.envs.tool_schema import Tool, ToolArgumentError, ToolCallError, UnknownToolError
 
 __all__ = [
     "EnvGroup",
@@ -13,7 +16,13 @@ __all__ = [
     "MultiTurnEnv",
     "Rows",
     "SingleTurnEnv",
+    "StatefulToolEnv",
+    "Tool",
+    "ToolArgumentError",
+    "ToolCallError",
+    "ToolEnv",
     "UnknownRouteError",
+    "UnknownToolError",
     "build_prompt",
     "installed_environments",
     "load_environment",
