@@ -1,0 +1,231 @@
+"""vf-eval's terminal output: the live progress display and the end-of-run summary (rich).
+
+The live display reads ``RunProgress`` from a task on the event loop about four times a second; on a
+non-terminal it degrades to one plain log line every few seconds (and one at the end).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.markup import escape
+from rich.panel import Panel
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+from rich.text import Text
+
+from verifiers.eval.engine import RunProgress
+from verifiers.types import RunMetadata
+
+REFRESH_S = 0.25
+PLAIN_EVERY_S = 5.0
+
+
+def _fmt_reward(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _errors_text(errors: Mapping[str, int]) -> str:
+    return ", ".join(f"{cat} {n}" for cat, n in sorted(errors.items())) or "none"
+
+
+class ProgressDisplay:
+    """Renders a ``RunProgress`` live until ``stop()``; use as ``async with``."""
+
+    def __init__(
+        self, console: Console, progress: RunProgress, title: str, *, live: bool | None = None
+    ) -> None:
+        self.console = console
+        self.progress = progress
+        self.title = title
+        self.live = console.is_terminal if live is None else live
+        self._task: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+
+    # --- rendering ---------------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        p = self.progress
+        return {
+            "done": p.done,
+            "total": p.total,
+            "rate": p.rate,
+            "mean_reward": p.mean_reward,
+            "in_flight": p.in_flight,
+            "retries_in_flight": p.retries_in_flight,
+            "errors": dict(p.errors),
+        }
+
+    def plain_line(self) -> str:
+        s = self.stats()
+        pct = f" ({100 * s['done'] / s['total']:.0f}%)" if s["total"] else ""
+        return (
+            f"{self.title}: {s['done']}/{s['total']} rollouts{pct}, {s['rate']:.2f}/s, "
+            f"mean reward {_fmt_reward(s['mean_reward'])}, in flight {s['in_flight']}, "
+            f"retrying {s['retries_in_flight']}, errors: {_errors_text(s['errors'])}"
+        )
+
+    def renderable(self) -> RenderableType:
+        s = self.stats()
+        bar = ProgressBar(total=max(1, s["total"]), completed=s["done"], width=40)
+        head = Table.grid(padding=(0, 1))
+        head.add_row(
+            bar, Text(f"{s['done']}/{s['total']} rollouts", style="bold"), Text(f"{s['rate']:.2f}/s")
+        )
+        info = Table.grid(padding=(0, 2))
+        errors = s["errors"]
+        info.add_row(
+            Text.assemble(("mean reward ", "dim"), (_fmt_reward(s["mean_reward"]), "bold cyan")),
+            Text.assemble(("in flight ", "dim"), str(s["in_flight"])),
+            Text.assemble(
+                ("retries in flight ", "dim"),
+                (str(s["retries_in_flight"]), "yellow" if s["retries_in_flight"] else ""),
+            ),
+            Text.assemble(("errors ", "dim"), (_errors_text(errors), "red" if errors else "")),
+        )
+        return Panel(Group(head, info), title=escape(self.title), title_align="left", expand=False)
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+    async def _run_live(self) -> None:
+        with Live(self.renderable(), console=self.console, auto_refresh=False, transient=False) as live:
+            while not self._stop.is_set():
+                live.update(self.renderable(), refresh=True)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), REFRESH_S)
+            live.update(self.renderable(), refresh=True)
+
+    async def _run_plain(self) -> None:
+        last = time.monotonic()
+        while not self._stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), REFRESH_S)
+            if time.monotonic() - last >= PLAIN_EVERY_S:
+                self.console.print(self.plain_line(), markup=False, highlight=False)
+                last = time.monotonic()
+        self.console.print(self.plain_line(), markup=False, highlight=False)
+
+    async def __aenter__(self) -> ProgressDisplay:
+        self._task = asyncio.create_task(self._run_live() if self.live else self._run_plain())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+# --- the summary -----------------------------------------------------------------------------------
+def _last_text(messages: Any, role: str) -> str:
+    if isinstance(messages, str):
+        return messages
+    for m in reversed(messages or []):
+        if isinstance(m, dict) and m.get("role") == role:
+            content = m.get("content")
+            return content if isinstance(content, str) else str(content or "")
+    return ""
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def error_examples(results: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, str]]:
+    """Category → (count, one example ``Type: message``)."""
+    out: dict[str, tuple[int, str]] = {}
+    for r in results:
+        err = r.get("error")
+        if err:
+            cat = str(err.get("category", "env"))
+            n, example = out.get(cat, (0, f"{err.get('type')}: {err.get('message')}"))
+            out[cat] = (n + 1, example)
+    return out
+
+
+def summary_table(
+    meta: RunMetadata, results: Sequence[Mapping[str, Any]], path: str | None, *, title: str = "Summary"
+) -> Table:
+    t = Table(title=title, show_header=False, title_justify="left", box=None, padding=(0, 2))
+    t.add_column(style="dim", no_wrap=True)
+    t.add_column()
+    t.add_row(
+        "environment", f"{meta.env_id} {meta.env_version}  (content {meta.env_content_hash[:12] or '?'})"
+    )
+    t.add_row(
+        "model",
+        f"{meta.model}  @ {meta.base_url if isinstance(meta.base_url, str) else ', '.join(meta.base_url)}",
+    )
+    t.add_row(
+        "plan",
+        f"{meta.num_examples} examples × {meta.rollouts_per_example} rollouts = {meta.counts.planned}"
+        + (f", sampling {meta.sampling_args}" if meta.sampling_args else ""),
+    )
+    c = meta.counts
+    std = f" ± {meta.std_reward:.3f}" if meta.std_reward is not None else ""
+    t.add_row(
+        "reward",
+        f"[bold cyan]{_fmt_reward(meta.avg_reward)}[/]{std}  ({c.scored} scored of {c.completed} done)",
+    )
+    if meta.pass_at_k:
+        t.add_row("pass@k", "  ".join(f"pass@{k} {v:.3f}" for k, v in meta.pass_at_k.items()))
+    if meta.avg_metrics:
+        t.add_row("metrics", "  ".join(f"{escape(k)} {v:.3f}" for k, v in meta.avg_metrics.items()))
+    errors = error_examples(results)
+    if errors:
+        lines = [f"[red]{cat} {n}[/]: {escape(_clip(ex, 160))}" for cat, (n, ex) in sorted(errors.items())]
+        t.add_row("errors", "\n".join(lines))
+    else:
+        t.add_row("errors", "none")
+    t.add_row("tokens", f"prompt {meta.usage.prompt_tokens:,}  completion {meta.usage.completion_tokens:,}")
+    rate = f" ({c.completed / meta.duration_s:.2f} rollouts/s)" if meta.duration_s > 0 else ""
+    t.add_row("duration", f"{meta.duration_s:.1f}s{rate}, status {meta.status}")
+    t.add_row("results", escape(path) if path else "not saved (--no-save)")
+    return t
+
+
+def samples_table(results: Sequence[Mapping[str, Any]], n: int = 3, width: int = 100) -> Table:
+    t = Table(title=f"Sample rollouts ({min(n, len(results))} of {len(results)})", title_justify="left")
+    t.add_column("example", justify="right", no_wrap=True)
+    t.add_column("prompt")
+    t.add_column("completion")
+    t.add_column("answer")
+    t.add_column("reward", justify="right", no_wrap=True)
+    # One rollout per example first, so the few rows shown cover different prompts.
+    ordered = sorted(results, key=lambda r: (r.get("rollout_index", 0), r.get("example_id", 0)))
+    for r in ordered[:n]:
+        err = r.get("error")
+        completion = _last_text(r.get("completion"), "assistant")
+        if err:
+            completion = f"[error {err.get('category')}] {err.get('type')}: {err.get('message')}"
+        t.add_row(
+            f"{r.get('example_id')}/{r.get('rollout_index')}",
+            escape(_clip(_last_text(r.get("prompt"), "user"), width // 2)),
+            escape(_clip(completion, width)),
+            escape(_clip(str(r.get("answer", "")), 30)),
+            _fmt_reward(r.get("reward")),
+        )
+    return t
+
+
+def rescore_table(old: RunMetadata, new: RunMetadata, *, rescored: int, kept: int, changed: int) -> Table:
+    t = Table(title="Re-scored", title_justify="left")
+    t.add_column("")
+    t.add_column("original", justify="right")
+    t.add_column("re-scored", justify="right")
+    t.add_row("mean reward", _fmt_reward(old.avg_reward), _fmt_reward(new.avg_reward))
+    t.add_row("scored rollouts", str(old.counts.scored), str(new.counts.scored))
+    t.add_row("errors", _errors_text(old.counts.errored), _errors_text(new.counts.errored))
+    for k in sorted(set(old.pass_at_k) | set(new.pass_at_k), key=int):
+        t.add_row(f"pass@{k}", _fmt_reward(old.pass_at_k.get(k)), _fmt_reward(new.pass_at_k.get(k)))
+    for m in sorted(set(old.avg_metrics) | set(new.avg_metrics)):
+        t.add_row(escape(m), _fmt_reward(old.avg_metrics.get(m)), _fmt_reward(new.avg_metrics.get(m)))
+    t.caption = (
+        f"{rescored} rollouts re-scored, {kept} kept (generation had failed), {changed} rewards changed"
+    )
+    return t

@@ -1,0 +1,104 @@
+"""``vf-init NAME``: scaffold an environment package (layout of docs/environment-packages.md)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from verifiers.cli import _init_templates as tpl
+from verifiers.cli._common import fail, run_command
+
+PROG = "vf-init"
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help=(
+        "Create environments/<name_underscored>/ as a pip package: pyproject.toml (entry point, vf-eval "
+        "defaults), README.md, a working single-turn load_environment with inline rows, and its tests. "
+        "Existing files are never overwritten without --force."
+    ),
+)
+
+
+def package_files(name: str) -> tuple[str, str, dict[str, str]]:
+    """(environment id, module name, relative path → content) for the package ``name``."""
+    from verifiers.hub.packaging import module_name, normalize_name
+
+    if not _NAME.match(name):
+        fail(f"invalid environment name {name!r}: use letters, digits, '-' and '_', starting with a letter")
+    env_id = normalize_name(name)
+    module = module_name(env_id)
+    title = " ".join(w.capitalize() for w in env_id.split("-"))
+    values = {
+        "__ENV_ID__": env_id,
+        "__MODULE__": module,
+        "__TITLE__": title,
+        "__SDK_REQ__": "verifiers-sdk>=0.1",
+    }
+
+    def render(text: str) -> str:
+        for key, value in values.items():
+            text = text.replace(key, value)
+        return text
+
+    files = {
+        "pyproject.toml": render(tpl.PYPROJECT),
+        "README.md": render(tpl.README),
+        f"{module}/__init__.py": render(tpl.MODULE),
+        f"tests/test_{module}.py": render(tpl.TEST),
+    }
+    return env_id, module, files
+
+
+@app.command()
+def init_command(
+    name: Annotated[
+        str, typer.Argument(help="Environment name, e.g. my-env (module my_env).", show_default=False)
+    ],
+    path: Annotated[Path, typer.Option("--path", "-p", help="Parent directory of the package.")] = Path(
+        "environments"
+    ),
+    force: Annotated[
+        bool, typer.Option("--force", "-f", help="Overwrite files that exist and differ.")
+    ] = False,
+) -> None:
+    out = Console()
+    env_id, module, files = package_files(name)
+    root = path / module
+    conflicts = [
+        rel for rel, text in files.items() if (root / rel).exists() and (root / rel).read_text() != text
+    ]
+    if conflicts and not force:
+        fail(
+            f"{root} already has {', '.join(conflicts)} (different from the template); pass --force to overwrite"
+        )
+    written: list[str] = []
+    for rel, text in files.items():
+        target = root / rel
+        if target.exists() and target.read_text() == text:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        written.append(rel)
+    if written:
+        out.print(f"created [bold]{env_id}[/] in {root}/: {', '.join(written)}")
+    else:
+        out.print(f"{root}/ is already up to date")
+    install_arg = env_id if path.resolve() == Path("environments").resolve() else str(root)
+    out.print("next:")
+    out.print(f"  vf-install {install_arg}")
+    out.print(f"  vf-eval {env_id} -m local/smollm2 -n 3")
+    out.print(f"  pytest {root}/tests")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    run_command(PROG, app, argv)

@@ -1,0 +1,184 @@
+"""``vf-install NAME | PATH | owner/name[@spec]``: install an environment package into this interpreter.
+
+A path, or a name found under ``./environments/``, is installed editable (``uv pip install -e`` when uv is
+available, else ``pip install -e``); ``owner/name[@spec]`` — and a bare name not found locally — comes
+from the hub (``verifiers.hub.install.install_from_hub``). Either way the result is checked in a fresh
+interpreter: ``import <module>; <module>.load_environment`` must work.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from verifiers.cli._common import EXIT_FAILED, EXIT_USAGE, fail, run_command
+
+PROG = "vf-install"
+
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help=(
+        "Install an environment package into the current Python environment and check that it loads. "
+        "TARGET is a path to a package directory, a name under ./environments/ (installed editable), or "
+        "owner/name[@version-spec] from the Environments Hub (a bare name not found locally goes to the "
+        "hub too)."
+    ),
+)
+
+# Runs in the target interpreter: proves the package imports and exposes load_environment.
+_CHECK = """
+import importlib, importlib.metadata as md, json, sys
+mod = importlib.import_module(sys.argv[1])
+fn = getattr(mod, "load_environment", None)
+if not callable(fn):
+    raise SystemExit(f"module {sys.argv[1]!r} has no load_environment() function")
+try:
+    version = md.version(sys.argv[2])
+except md.PackageNotFoundError:
+    version = None
+print(json.dumps({"version": version, "file": getattr(mod, "__file__", None)}))
+"""
+
+
+def installer_command(
+    path: Path, *, python: str = sys.executable, upgrade: bool = False, no_deps: bool = False
+) -> list[str]:
+    """``uv pip install -e PATH`` for ``python`` when uv is available, else ``python -m pip install -e PATH``."""
+    uv = shutil.which("uv") or shutil.which("uv", path=str(Path(python).parent))
+    extra = [*(["--upgrade"] if upgrade else []), *(["--no-deps"] if no_deps else [])]
+    if uv:
+        return [uv, "pip", "install", "--python", python, *extra, "-e", str(path)]
+    return [python, "-m", "pip", "install", *extra, "-e", str(path)]
+
+
+def _project(path: Path) -> tuple[str, str]:
+    """(distribution name, module) of the environment project at ``path``."""
+    from verifiers.hub.packaging import module_name, normalize_name
+
+    pp = path / "pyproject.toml"
+    if not pp.is_file():
+        fail(f"{path} is not an environment package (no pyproject.toml)")
+    try:
+        name = tomllib.loads(pp.read_text())["project"]["name"]
+    except (KeyError, tomllib.TOMLDecodeError) as exc:
+        fail(f"{pp} has no valid [project] name ({exc})")
+    return normalize_name(name), module_name(name)
+
+
+def _local_dir(target: str) -> Path | None:
+    """The project directory ``target`` names: an existing path, or an environment under ./environments."""
+    from verifiers.envs.loading import local_environments
+    from verifiers.hub.packaging import module_name, normalize_name
+
+    p = Path(target).expanduser()
+    if p.is_dir():
+        return p
+    if "/" in target or "@" in target:
+        return None
+    found = local_environments().get(normalize_name(target))
+    if found is not None:
+        return found
+    for candidate in (Path("environments") / module_name(target), Path("environments") / target):
+        if (candidate / "pyproject.toml").is_file():
+            return candidate
+    return None
+
+
+def check_import(module: str, dist: str, python: str = sys.executable) -> dict[str, Any]:
+    proc = subprocess.run([python, "-c", _CHECK, module, dist], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        fail(
+            f"installed, but `import {module}; load_environment` failed: {lines[-1] if lines else proc.returncode}",
+            EXIT_FAILED,
+        )
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def _install_local(path: Path, out: Console, *, upgrade: bool, no_deps: bool, verbose: bool) -> None:
+    dist, module = _project(path)
+    cmd = installer_command(path.resolve(), upgrade=upgrade, no_deps=no_deps)
+    out.print(f"installing {dist} from {path} ({Path(cmd[0]).name} {' '.join(cmd[1:3])}) …")
+    proc = subprocess.run(cmd, capture_output=not verbose, text=True, check=False)
+    if proc.returncode != 0:
+        if not verbose:
+            tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-15:]
+            print("\n".join(tail), file=sys.stderr)
+        fail(
+            f"installing {path} failed (exit {proc.returncode}); see the installer output above", EXIT_FAILED
+        )
+    info = check_import(module, dist)
+    out.print(
+        f"installed [bold]{dist}[/] {info.get('version') or '?'} (editable, {path}); import {module} OK"
+    )
+
+
+def _install_hub(spec: str, out: Console, *, upgrade: bool, token: str | None) -> None:
+    if importlib.util.find_spec("verifiers.hub.install") is None:
+        fail(
+            f"{spec!r} is not a local environment, and installing from the hub needs the hub client "
+            "(verifiers.hub.install), which this verifiers-sdk does not have yet",
+            EXIT_USAGE,
+        )
+    from verifiers.hub import install as hub_install
+
+    install_from_hub = getattr(hub_install, "install_from_hub", None)
+    if install_from_hub is None:
+        fail("the hub client has no install_from_hub(); update verifiers-sdk", EXIT_USAGE)
+    out.print(f"installing {spec} from the hub …")
+    try:
+        result = install_from_hub(spec, upgrade=upgrade, token=token, python=sys.executable)
+    except Exception as exc:  # the hub client's errors are user-facing: show them on one line
+        fail(f"installing {spec} from the hub failed: {exc}", EXIT_FAILED)
+    from verifiers.hub.packaging import module_name, normalize_name
+
+    name = spec.split("@", 1)[0].split("/")[-1]
+    info = check_import(module_name(name), normalize_name(name))
+    out.print(
+        f"installed [bold]{normalize_name(name)}[/] {info.get('version') or '?'} from the hub; "
+        f"import {module_name(name)} OK" + (f" ({result})" if isinstance(result, str) else "")
+    )
+
+
+@app.command()
+def install_command(
+    target: Annotated[
+        str,
+        typer.Argument(
+            metavar="TARGET",
+            help="PATH, NAME (under ./environments) or owner/name[@spec].",
+            show_default=False,
+        ),
+    ],
+    upgrade: Annotated[bool, typer.Option("--upgrade", "-U", help="Upgrade if already installed.")] = False,
+    no_deps: Annotated[
+        bool, typer.Option("--no-deps", help="Do not install the package's dependencies (local installs).")
+    ] = False,
+    token: Annotated[
+        str | None, typer.Option("--token", help="Hub token for private environments.", show_default=False)
+    ] = None,
+    verbose: Annotated[bool, typer.Option("-v", "--verbose", help="Show the installer's output.")] = False,
+) -> None:
+    out = Console()
+    local = _local_dir(target)
+    if local is not None:
+        _install_local(local, out, upgrade=upgrade, no_deps=no_deps, verbose=verbose)
+    else:
+        _install_hub(target, out, upgrade=upgrade, token=token)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    run_command(PROG, app, argv)
