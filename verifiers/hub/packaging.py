@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 import tarfile
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 CONTENT_HASH_VERSION = 1
@@ -94,6 +96,29 @@ def content_hash_of_sdist(sdist: bytes | Path, module: str) -> str:
     raise ValueError(f"the sdist has no module {module!r} (expected {module}/ or {module}.py)")
 
 
+def content_hash_of_wheel(wheel: bytes | Path, module: str) -> str:
+    """``env_content_hash`` of the module files inside a wheel (same algorithm as for an sdist).
+
+    The hub compares it with the sdist's hash, so the wheel users install holds the sources the hash names.
+    Raises ``ValueError`` if the module is not at the wheel root.
+    """
+    import zipfile
+
+    data = wheel.read_bytes() if isinstance(wheel, Path) else wheel
+    files: list[tuple[str, bytes]] = []
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        for info in zf.infolist():
+            if info.is_dir():
+                continue
+            rel = PurePosixPath(info.filename)
+            in_module = (rel.parts[0] == module and len(rel.parts) > 1) or info.filename == f"{module}.py"
+            if in_module and not _skip(rel):
+                files.append((info.filename, zf.read(info)))
+    if not files:
+        raise ValueError(f"the wheel has no module {module!r} (expected {module}/ or {module}.py)")
+    return hash_files(files)
+
+
 def normalize_name(name: str) -> str:
     """PEP 503 normalised project name."""
     from packaging.utils import canonicalize_name
@@ -104,3 +129,50 @@ def normalize_name(name: str) -> str:
 def module_name(env_id: str) -> str:
     """Import module of an environment id: ``math-env`` -> ``math_env`` (contract 3.1)."""
     return normalize_name(env_id).replace("-", "_")
+
+
+_ENV_SPEC = re.compile(
+    r"^(?:(?P<owner>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)/)?"
+    r"(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)"
+    r"(?:@(?P<spec>.*))?$"
+)
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """A parsed ``[owner/]name[@specifier]``; ``specifier`` is PEP 440 (``""`` = any version)."""
+
+    owner: str | None
+    name: str
+    specifier: str
+
+    def __str__(self) -> str:
+        base = f"{self.owner}/{self.name}" if self.owner else self.name
+        return f"{base}@{self.specifier}" if self.specifier else base
+
+
+def parse_env_spec(text: str) -> EnvSpec:
+    """Parse ``owner/name@>=0.1``, ``name@1.0`` (a bare version means ``==1.0``) or ``name``.
+
+    The name is PEP 503 normalised; raises ``ValueError`` with a readable message on bad input.
+    """
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    m = _ENV_SPEC.match(text.strip())
+    if m is None:
+        raise ValueError(f"{text!r} is not an environment spec; expected [owner/]name[@version-specifier]")
+    spec = (m["spec"] or "").strip()
+    if spec in ("", "latest", "*"):
+        spec = ""
+    elif spec[0].isalnum():
+        try:
+            spec = f"=={Version(spec)}"
+        except InvalidVersion:
+            raise ValueError(f"{spec!r} is neither a version nor a PEP 440 specifier") from None
+    else:
+        try:
+            spec = str(SpecifierSet(spec))
+        except InvalidSpecifier:
+            raise ValueError(f"{spec!r} is not a valid PEP 440 specifier (e.g. '>=0.1,<0.3')") from None
+    return EnvSpec(owner=m["owner"], name=normalize_name(m["name"]), specifier=spec)

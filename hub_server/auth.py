@@ -1,0 +1,120 @@
+"""Tokens, principals and permission rules (one place, used by the API, the index and the web UI).
+
+Rules:
+- scopes nest: ``admin`` ⊇ ``publish`` ⊇ ``read``; ``admin`` only counts for users flagged admin;
+- a principal may read private environments of its own namespace and of the organisations it belongs to;
+- it may publish (and yank, update) there with a ``publish`` token;
+- a presented but invalid, expired or revoked token is a 401 even where no token is needed;
+- a private environment the caller may not read is reported as *not found*, never as forbidden.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from hub_server.models import ApiToken, Environment, Membership, User, utcnow
+
+TOKEN_PREFIX = "vfh_"
+SCOPES = ("read", "publish", "admin")
+COOKIE_NAME = "vf_hub_token"
+_RANK = {s: i for i, s in enumerate(SCOPES)}
+_TOUCH_EVERY = timedelta(minutes=5)
+
+
+class AuthError(Exception):
+    """401: missing or bad credentials."""
+
+
+def new_token() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_token(token: str) -> str:
+    # Tokens carry 256 random bits, so a plain sha256 is as good as a slow KDF and keeps lookups O(1).
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def token_from_authorization(header: str | None) -> str | None:
+    """The token in ``Authorization: Bearer <t>`` or ``Basic base64(<any user>:<t>)`` (pip's form)."""
+    if not header:
+        return None
+    scheme, _, value = header.strip().partition(" ")
+    scheme, value = scheme.lower(), value.strip()
+    if scheme == "bearer" and value:
+        return value
+    if scheme == "basic" and value:
+        try:
+            decoded = base64.b64decode(value, validate=True).decode()
+        except (binascii.Error, UnicodeDecodeError):
+            raise AuthError("malformed Basic credentials") from None
+        _user, sep, password = decoded.partition(":")
+        if not sep or not password:
+            raise AuthError("Basic credentials must be <user>:<token> (e.g. __token__:<token>)")
+        return password
+    raise AuthError("unsupported Authorization scheme; use Bearer <token> or Basic __token__:<token>")
+
+
+@dataclass(frozen=True)
+class Principal:
+    user_id: int
+    username: str
+    is_admin: bool
+    scopes: frozenset[str]
+    token_id: int
+    #: The user's own namespace and those of its organisations.
+    owner_ids: frozenset[int]
+
+    def has(self, scope: str) -> bool:
+        if scope == "admin":
+            return self.is_admin and "admin" in self.scopes
+        return any(_RANK[s] >= _RANK[scope] for s in self.scopes if s in _RANK)
+
+    def can_read_owner(self, owner_id: int) -> bool:
+        return self.has("read") and (owner_id in self.owner_ids or self.has("admin"))
+
+    def can_publish_to(self, owner_id: int) -> bool:
+        return self.has("publish") and (owner_id in self.owner_ids or self.has("admin"))
+
+
+def can_read(principal: Principal | None, env: Environment) -> bool:
+    if env.visibility == "public":
+        return True
+    return principal is not None and principal.can_read_owner(env.owner_id)
+
+
+def owner_ids_of(session: Session, user: User) -> frozenset[int]:
+    orgs = session.scalars(select(Membership.org_id).where(Membership.user_id == user.id))
+    return frozenset([user.owner_id, *orgs])
+
+
+def authenticate(session: Session, token: str) -> tuple[Principal, datetime | None]:
+    """The principal behind ``token`` and when it was last used; ``AuthError`` if unknown, expired or revoked."""
+    row = session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(token)))
+    now = datetime.now(UTC)
+    if row is None:
+        raise AuthError("invalid token")
+    if row.revoked_at is not None:
+        raise AuthError("this token was revoked; create a new one with `vf-hub token create`")
+    if row.expires_at is not None and row.expires_at <= now:
+        raise AuthError("this token has expired; create a new one with `vf-hub token create`")
+    principal = Principal(
+        user_id=row.user_id,
+        username=row.user.username,
+        is_admin=row.user.is_admin,
+        scopes=frozenset(row.scopes),
+        token_id=row.id,
+        owner_ids=owner_ids_of(session, row.user),
+    )
+    return principal, row.last_used_at
+
+
+def needs_touch(last_used_at: datetime | None) -> bool:
+    return last_used_at is None or utcnow() - last_used_at > _TOUCH_EVERY

@@ -1,0 +1,277 @@
+"""``vf-hub``: run and administer the Environments Hub.
+
+Admin commands (user, org, token, db, gc) work on the database directly, with the same ``VF_HUB_*``
+settings as the server; ``login`` is the client side and talks to a running hub over HTTP.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(help="The verifiers Environments Hub server and its admin tasks.", no_args_is_help=True)
+db_app = typer.Typer(help="Database migrations (Alembic).", no_args_is_help=True)
+user_app = typer.Typer(help="Users.", no_args_is_help=True)
+org_app = typer.Typer(help="Organisations (shared namespaces).", no_args_is_help=True)
+token_app = typer.Typer(help="API tokens.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(user_app, name="user")
+app.add_typer(org_app, name="org")
+app.add_typer(token_app, name="token")
+
+DbUrl = Annotated[
+    str | None,
+    typer.Option("--database-url", envvar="VF_HUB_DATABASE_URL", help="SQLAlchemy URL (default: SQLite)."),
+]
+DataDir = Annotated[
+    Path | None, typer.Option("--data-dir", envvar="VF_HUB_DATA_DIR", help="Where hub.db and blobs/ live.")
+]
+
+
+def _settings(database_url: str | None = None, data_dir: Path | None = None):  # type: ignore[no-untyped-def]
+    from hub_server.settings import HubSettings
+
+    overrides: dict[str, object] = {}
+    if database_url:
+        overrides["database_url"] = database_url
+    if data_dir:
+        overrides["data_dir"] = data_dir
+    return HubSettings(**overrides)  # type: ignore[arg-type]
+
+
+def _hub(database_url: str | None, data_dir: Path | None):  # type: ignore[no-untyped-def]
+    from hub_server.context import Hub
+
+    return Hub.from_settings(_settings(database_url, data_dir))
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    return typer.Exit(1)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(envvar="VF_HUB_HOST")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(envvar="VF_HUB_PORT")] = 8000,
+    database_url: DbUrl = None,
+    data_dir: DataDir = None,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
+    migrate_db: Annotated[
+        bool, typer.Option("--migrate/--no-migrate", help="Apply migrations first.")
+    ] = True,
+    access_log: Annotated[bool, typer.Option("--access-log/--no-access-log")] = True,
+    log_level: str = "info",
+) -> None:
+    """Serve the API, the simple index and the web UI (SQLite under the data dir unless told otherwise)."""
+    import uvicorn
+
+    from hub_server import migrate
+
+    # Workers are separate processes that build their own settings from the environment.
+    if database_url:
+        os.environ["VF_HUB_DATABASE_URL"] = database_url
+    if data_dir:
+        os.environ["VF_HUB_DATA_DIR"] = str(data_dir)
+    settings = _settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    if migrate_db and settings.auto_migrate:
+        migrate.upgrade(settings.resolved_database_url)
+    typer.echo(f"hub data: {settings.data_dir}  database: {_redact(settings.resolved_database_url)}")
+    uvicorn.run(
+        "hub_server.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        access_log=access_log,
+        log_level=log_level,
+        proxy_headers=True,
+    )
+
+
+def _redact(url: str) -> str:
+    from sqlalchemy import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+@db_app.command("upgrade")
+def db_upgrade(database_url: DbUrl = None, data_dir: DataDir = None, revision: str = "head") -> None:
+    """Apply migrations up to REVISION (default: head)."""
+    from hub_server import migrate
+
+    settings = _settings(database_url, data_dir)
+    migrate.upgrade(settings.resolved_database_url, revision)
+    typer.echo(f"database at {revision}: {_redact(settings.resolved_database_url)}")
+
+
+@db_app.command("current")
+def db_current(database_url: DbUrl = None, data_dir: DataDir = None) -> None:
+    """Print the database's migration revision."""
+    from hub_server import migrate
+
+    hub = _hub(database_url, data_dir)
+    typer.echo(migrate.current_revision(hub.db) or "none")
+
+
+@user_app.command("create")
+def user_create(
+    username: str,
+    email: Annotated[str | None, typer.Option()] = None,
+    admin: Annotated[
+        bool, typer.Option("--admin", help="Hub admin (may delete, may hold admin tokens).")
+    ] = False,
+    database_url: DbUrl = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Create a user (and its namespace)."""
+    from hub_server.services import HubError, create_user
+
+    try:
+        user = create_user(_hub(database_url, data_dir), username, email=email, admin=admin)
+    except HubError as exc:
+        raise _fail(exc.detail) from None
+    typer.echo(f"created user {user.username}{' (admin)' if admin else ''}")
+
+
+@org_app.command("create")
+def org_create(
+    name: str,
+    member: Annotated[
+        list[str] | None, typer.Option("--member", help="Member username (repeatable).")
+    ] = None,
+    database_url: DbUrl = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Create an organisation namespace; the first member becomes its owner."""
+    from hub_server.services import HubError, create_org
+
+    try:
+        create_org(_hub(database_url, data_dir), name, member or [])
+    except HubError as exc:
+        raise _fail(exc.detail) from None
+    typer.echo(f"created organisation {name.lower()}")
+
+
+@org_app.command("add-member")
+def org_add_member(
+    org: str,
+    username: str,
+    role: Annotated[str, typer.Option(help="member or owner")] = "member",
+    database_url: DbUrl = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Add USERNAME to ORG."""
+    from hub_server.services import HubError, add_member
+
+    try:
+        add_member(_hub(database_url, data_dir), org, username, role)
+    except HubError as exc:
+        raise _fail(exc.detail) from None
+    typer.echo(f"{username} is now a {role} of {org}")
+
+
+@token_app.command("create")
+def token_create(
+    username: str,
+    scope: Annotated[
+        list[str] | None, typer.Option("--scope", help="read, publish or admin (repeatable).")
+    ] = None,
+    name: Annotated[str, typer.Option(help="A label to tell tokens apart.")] = "",
+    expires_days: Annotated[int | None, typer.Option(min=1, help="Expire after this many days.")] = None,
+    database_url: DbUrl = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Create a token for USERNAME and print it (it is shown once; only its hash is stored)."""
+    from hub_server.services import HubError, create_token
+
+    try:
+        token, row = create_token(
+            _hub(database_url, data_dir),
+            username,
+            scopes=scope or ["read"],
+            name=name,
+            expires_in=timedelta(days=expires_days) if expires_days else None,
+        )
+    except HubError as exc:
+        raise _fail(exc.detail) from None
+    typer.echo(f"token id {row.id} for {username}, scopes {','.join(row.scopes)} (store it now):", err=True)
+    typer.echo(token)
+
+
+@token_app.command("revoke")
+def token_revoke(token_id: int, database_url: DbUrl = None, data_dir: DataDir = None) -> None:
+    """Revoke the token with id TOKEN_ID."""
+    from hub_server.services import HubError, revoke_token
+
+    try:
+        revoke_token(_hub(database_url, data_dir), token_id)
+    except HubError as exc:
+        raise _fail(exc.detail) from None
+    typer.echo(f"revoked token {token_id}")
+
+
+@token_app.command("list")
+def token_list(username: str, database_url: DbUrl = None, data_dir: DataDir = None) -> None:
+    """List USERNAME's tokens (ids, prefixes, scopes; never the tokens)."""
+    from sqlalchemy import select
+
+    from hub_server.models import Owner, User
+    from hub_server.services import list_tokens
+
+    hub = _hub(database_url, data_dir)
+    with hub.db.read() as session:
+        user = session.scalar(select(User).join(Owner).where(Owner.name == username.lower()))
+        if user is None:
+            raise _fail(f"user {username!r} does not exist")
+        for t in list_tokens(session, user.id):
+            state = (
+                "revoked"
+                if t.revoked_at
+                else (f"expires {t.expires_at:%Y-%m-%d}" if t.expires_at else "active")
+            )
+            typer.echo(f"{t.id}\t{t.prefix}…\t{','.join(t.scopes)}\t{state}\t{t.name}")
+
+
+@app.command()
+def login(
+    url: Annotated[
+        str, typer.Option(envvar="VF_HUB_URL", prompt="Hub URL", help="e.g. http://127.0.0.1:8000")
+    ],
+    token: Annotated[str, typer.Option(envvar="VF_HUB_TOKEN", prompt=True, hide_input=True)],
+) -> None:
+    """Check TOKEN against the hub at URL and store both for vf-push / vf-install (file mode 0600)."""
+    from verifiers.hub.client import HubClient, HubClientError, save_config
+
+    try:
+        me = HubClient(url=url, token=token).whoami()
+    except HubClientError as exc:
+        raise _fail(str(exc)) from None
+    path = save_config(url, token)
+    typer.echo(f"logged in to {url} as {me.username} (scopes {','.join(me.scopes)}); saved to {path}")
+
+
+@app.command()
+def gc(
+    grace_hours: Annotated[float, typer.Option(help="Keep unreferenced blobs younger than this.")] = 1.0,
+    database_url: DbUrl = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Delete artifact blobs that no version references (left behind by a crash mid-publish)."""
+    from hub_server.services import collect_garbage
+
+    removed = collect_garbage(_hub(database_url, data_dir), grace=timedelta(hours=grace_hours))
+    typer.echo(f"removed {len(removed)} unreferenced blob(s)")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""The per-app state: settings, database, blob store and index cache. Built by ``create_app``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import update
+from sqlalchemy.exc import SQLAlchemyError
+
+from hub_server.auth import AuthError, Principal, authenticate, needs_touch
+from hub_server.blobs import BlobStore, LocalBlobStore
+from hub_server.db import Database
+from hub_server.models import ApiToken, utcnow
+from hub_server.settings import HubSettings
+from hub_server.simple_index import IndexCache
+from hub_server.validation import Limits
+
+
+@dataclass
+class Hub:
+    settings: HubSettings
+    db: Database
+    blobs: BlobStore
+    index: IndexCache
+
+    @classmethod
+    def from_settings(cls, settings: HubSettings) -> Hub:
+        db = Database(settings.resolved_database_url)
+        return cls(
+            settings=settings, db=db, blobs=LocalBlobStore(settings.resolved_blob_dir), index=IndexCache(db)
+        )
+
+    @property
+    def limits(self) -> Limits:
+        s = self.settings
+        return Limits(s.max_file_size, s.max_unpacked_size, s.max_archive_members, s.max_readme_size)
+
+    def principal(self, token: str) -> Principal:
+        """Authenticate a raw token (blocking). Raises ``AuthError``."""
+        with self.db.read() as session:
+            principal, last_used = authenticate(session, token)
+        if needs_touch(last_used):
+            # Best effort: an audit timestamp must never fail a request.
+            try:
+                with self.db.write() as session:
+                    session.execute(
+                        update(ApiToken)
+                        .where(ApiToken.id == principal.token_id)
+                        .values(last_used_at=utcnow())
+                    )
+            except SQLAlchemyError:
+                pass
+        return principal
+
+
+__all__ = ["AuthError", "Hub"]

@@ -1,0 +1,220 @@
+"""SQLAlchemy 2 models. The schema itself is created only by the Alembic migrations in ``migrations/``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.types import TypeDecorator
+
+# Stable constraint names, so migrations can refer to them on every backend.
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite stores naive values)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        return value.astimezone(UTC) if value is not None else None
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class Owner(Base):
+    """A namespace that owns environments: a user's own, or an organisation's."""
+
+    __tablename__ = "owners"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    kind: Mapped[str] = mapped_column(String(8))  # "user" | "org"
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class User(Base):
+    __tablename__ = "users"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id", ondelete="CASCADE"), unique=True)
+    email: Mapped[str | None] = mapped_column(String(320))
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    owner: Mapped[Owner] = relationship(lazy="joined")
+
+    @property
+    def username(self) -> str:
+        return self.owner.name
+
+
+class Membership(Base):
+    """A user's membership of an organisation; members may publish to and read the org's environments."""
+
+    __tablename__ = "memberships"
+    __table_args__ = (UniqueConstraint("org_id", "user_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    org_id: Mapped[int] = mapped_column(ForeignKey("owners.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    role: Mapped[str] = mapped_column(String(16), default="member")  # "owner" | "member"
+
+
+class ApiToken(Base):
+    """Only the sha256 of a token is stored; tokens are 256-bit random, so a fast hash is enough."""
+
+    __tablename__ = "api_tokens"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))  # shown in listings to tell tokens apart
+    name: Mapped[str] = mapped_column(String(100), default="")
+    scopes: Mapped[list[str]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    user: Mapped[User] = relationship(lazy="joined")
+
+
+class Environment(Base):
+    """``owner/name``; ``name`` is the PEP 503 normalised distribution name, unique across all owners."""
+
+    __tablename__ = "environments"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id", ondelete="RESTRICT"), index=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    visibility: Mapped[str] = mapped_column(String(8), default="public")  # "public" | "private"
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+    download_count: Mapped[int] = mapped_column(BigInteger, default=0, index=True)
+    star_count: Mapped[int] = mapped_column(Integer, default=0, index=True)
+    owner: Mapped[Owner] = relationship(lazy="joined")
+    tags: Mapped[list[EnvironmentTag]] = relationship(
+        lazy="selectin", cascade="all, delete-orphan", order_by="EnvironmentTag.tag"
+    )
+    versions: Mapped[list[Version]] = relationship(
+        back_populates="environment", cascade="all, delete-orphan", lazy="selectin"
+    )
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner.name}/{self.name}"
+
+    @property
+    def module(self) -> str:
+        return self.name.replace("-", "_")
+
+
+class EnvironmentTag(Base):
+    __tablename__ = "environment_tags"
+    __table_args__ = (UniqueConstraint("environment_id", "tag"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id", ondelete="CASCADE"))
+    tag: Mapped[str] = mapped_column(String(50), index=True)
+
+
+class Star(Base):
+    __tablename__ = "stars"
+    __table_args__ = (UniqueConstraint("user_id", "environment_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Version(Base):
+    """One immutable release. ``version`` is the normalised PEP 440 string."""
+
+    __tablename__ = "versions"
+    __table_args__ = (UniqueConstraint("environment_id", "version"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id", ondelete="CASCADE"))
+    version: Mapped[str] = mapped_column(String(100))
+    summary: Mapped[str] = mapped_column(Text, default="")
+    requires_python: Mapped[str | None] = mapped_column(String(200))
+    dependencies: Mapped[list[str]] = mapped_column(JSON)
+    readme: Mapped[str] = mapped_column(Text, default="")
+    readme_content_type: Mapped[str] = mapped_column(String(100), default="text/markdown")
+    content_hash: Mapped[str] = mapped_column(String(64))
+    sdist_files: Mapped[list[dict[str, Any]]] = mapped_column(JSON)  # [{"path", "size"}]
+    yanked: Mapped[bool] = mapped_column(Boolean, default=False)
+    yanked_reason: Mapped[str] = mapped_column(Text, default="")
+    uploader_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    environment: Mapped[Environment] = relationship(back_populates="versions")
+    files: Mapped[list[File]] = relationship(
+        back_populates="version", cascade="all, delete-orphan", lazy="selectin", order_by="File.filename"
+    )
+
+
+class File(Base):
+    """A wheel or sdist. ``blob_key`` is unique per upload attempt, so a losing publish never shares it."""
+
+    __tablename__ = "files"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    version_id: Mapped[int] = mapped_column(ForeignKey("versions.id", ondelete="CASCADE"), index=True)
+    filename: Mapped[str] = mapped_column(String(300), unique=True)
+    kind: Mapped[str] = mapped_column(String(16))  # "bdist_wheel" | "sdist"
+    sha256: Mapped[str] = mapped_column(String(64))
+    size: Mapped[int] = mapped_column(BigInteger)
+    blob_key: Mapped[str] = mapped_column(String(400), unique=True)
+    # PEP 658 core metadata (the wheel's METADATA), served next to the file.
+    core_metadata: Mapped[str | None] = mapped_column(Text)
+    core_metadata_sha256: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    version: Mapped[Version] = relationship(back_populates="files")
+
+
+class EvalSummary(Base):
+    """An uploaded eval summary for one environment version (the leaderboard)."""
+
+    __tablename__ = "evals"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    version_id: Mapped[int] = mapped_column(ForeignKey("versions.id", ondelete="CASCADE"), index=True)
+    model: Mapped[str] = mapped_column(String(200))
+    avg_reward: Mapped[float] = mapped_column(Float)
+    num_examples: Mapped[int] = mapped_column(Integer)
+    rollouts_per_example: Mapped[int] = mapped_column(Integer)
+    pass_at_k: Mapped[dict[str, float]] = mapped_column(JSON)
+    uploader_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class HubState(Base):
+    """Key/value rows; ``index_generation`` is bumped by every change that alters the simple index."""
+
+    __tablename__ = "hub_state"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[int] = mapped_column(BigInteger, default=0)

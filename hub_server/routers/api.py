@@ -1,0 +1,283 @@
+"""JSON API under ``/api/v1``. Handlers are thin: parse, call ``services``, shape the response."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+
+from hub_server import schemas, services
+from hub_server.deps import HubDep, PrincipalDep, SessionDep
+from hub_server.services import HubError
+
+router = APIRouter(prefix="/api/v1", tags=["api"])
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    s: {"model": schemas.Problem} for s in (401, 403, 404, 409, 413, 422)
+}
+_PUBLISH_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["wheel", "sdist"],
+                    "properties": {
+                        "wheel": {"type": "string", "format": "binary", "description": "The .whl file."},
+                        "sdist": {"type": "string", "format": "binary", "description": "The .tar.gz sdist."},
+                        "visibility": {"type": "string", "enum": ["public", "private"]},
+                        "content_hash": {
+                            "type": "string",
+                            "description": "The client's content hash; the upload is refused if the hub's differs.",
+                        },
+                    },
+                }
+            }
+        },
+    }
+}
+_FORM_FIELD_LIMIT = 64 * 1024
+
+
+def _principal_required(principal: Any) -> Any:
+    if principal is None:
+        raise HubError(401, "this needs a token (Authorization: Bearer <token>)")
+    return principal
+
+
+@router.get("/environments", response_model=schemas.SearchPage)
+def list_environments(
+    session: SessionDep,
+    principal: PrincipalDep,
+    q: Annotated[str, Query(max_length=200, description="Text in the name, description or owner.")] = "",
+    tag: Annotated[
+        list[str] | None, Query(max_length=10, description="Every given tag must be present.")
+    ] = None,
+    owner: Annotated[str | None, Query(max_length=64)] = None,
+    sort: schemas.SortKey = "downloads",
+    page: Annotated[int, Query(ge=1, le=10_000)] = 1,
+    per_page: Annotated[int, Query(ge=1, le=100)] = 20,
+) -> schemas.SearchPage:
+    return services.search(
+        session, principal, q=q, tags=tag or (), owner=owner, sort=sort, page=page, per_page=per_page
+    )
+
+
+@router.get("/environments/{owner}/{name}", response_model=schemas.EnvironmentDetail, responses=_ERRORS)
+def get_environment(
+    owner: str, name: str, session: SessionDep, principal: PrincipalDep
+) -> schemas.EnvironmentDetail:
+    return services.env_detail(services.get_environment(session, principal, owner, name))
+
+
+@router.patch("/environments/{owner}/{name}", response_model=schemas.EnvironmentDetail, responses=_ERRORS)
+def update_environment(
+    owner: str, name: str, body: schemas.EnvironmentUpdate, hub: HubDep, principal: PrincipalDep
+) -> schemas.EnvironmentDetail:
+    env = services.update_environment(hub, principal, owner, name, body)
+    return services.env_detail(env)
+
+
+@router.delete("/environments/{owner}/{name}", status_code=204, responses=_ERRORS)
+def delete_environment(owner: str, name: str, hub: HubDep, principal: PrincipalDep) -> Response:
+    services.delete_environment(hub, principal, owner, name)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/environments/{owner}/{name}/versions", response_model=list[schemas.VersionOut], responses=_ERRORS
+)
+def list_versions(
+    owner: str, name: str, session: SessionDep, principal: PrincipalDep
+) -> list[schemas.VersionOut]:
+    env = services.get_environment(session, principal, owner, name)
+    return [services.version_out(env, v) for v in services.sorted_versions(env)]
+
+
+@router.post(
+    "/environments/{owner}/{name}/versions",
+    status_code=201,
+    response_model=schemas.VersionDetail,
+    responses=_ERRORS,
+    openapi_extra=_PUBLISH_BODY,
+    summary="Publish a version (multipart: wheel + sdist)",
+)
+async def publish_version(
+    owner: str, name: str, request: Request, hub: HubDep, principal: PrincipalDep
+) -> schemas.VersionDetail:
+    # Refuse before reading a possibly large body when the caller may not publish here at all.
+    await run_in_threadpool(services.precheck_publish, hub, principal, owner, name)
+    form = await request.form(max_files=2, max_fields=4, max_part_size=_FORM_FIELD_LIMIT)
+    try:
+        wheel, sdist = form.get("wheel"), form.get("sdist")
+        if not isinstance(wheel, UploadFile) or not isinstance(sdist, UploadFile):
+            raise HubError(
+                422,
+                "send a multipart/form-data body with the wheel in field 'wheel' and the sdist in 'sdist'",
+            )
+        visibility = form.get("visibility")
+        if visibility is not None and visibility not in ("public", "private"):
+            raise HubError(422, "visibility must be 'public' or 'private'")
+        content_hash = form.get("content_hash")
+        if content_hash is not None and not isinstance(content_hash, str):
+            raise HubError(422, "content_hash must be a form field, not a file")
+        limit = hub.settings.max_file_size
+        uploads = []
+        for field, upload in (("wheel", wheel), ("sdist", sdist)):
+            data = await upload.read(limit + 1)
+            if len(data) > limit:
+                raise HubError(413, f"the {field} is larger than {limit} bytes, the hub's max_file_size")
+            uploads.append(services.Upload(filename=upload.filename or "", data=data))
+    finally:
+        await form.close()
+    env, ver = await run_in_threadpool(
+        services.publish,
+        hub,
+        principal,
+        owner,
+        name,
+        uploads[0],
+        uploads[1],
+        visibility=visibility if isinstance(visibility, str) else None,
+        content_hash=content_hash or None,
+    )
+    return _version_detail(env, ver, principal.username if principal else None)
+
+
+def _version_detail(env: Any, ver: Any, uploader: str | None) -> schemas.VersionDetail:
+    return schemas.VersionDetail(
+        **services.version_out(env, ver).model_dump(),
+        environment=env.full_name,
+        readme=ver.readme,
+        readme_content_type=ver.readme_content_type,
+        uploader=uploader,
+    )
+
+
+@router.get(
+    "/environments/{owner}/{name}/versions/{version}", response_model=schemas.VersionDetail, responses=_ERRORS
+)
+def get_version(
+    owner: str, name: str, version: str, session: SessionDep, principal: PrincipalDep
+) -> schemas.VersionDetail:
+    env = services.get_environment(session, principal, owner, name)
+    ver = services.get_version(env, version)
+    return _version_detail(env, ver, services.uploader_name(session, ver))
+
+
+@router.delete("/environments/{owner}/{name}/versions/{version}", status_code=204, responses=_ERRORS)
+def delete_version(owner: str, name: str, version: str, hub: HubDep, principal: PrincipalDep) -> Response:
+    services.delete_version(hub, principal, owner, name, version)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/environments/{owner}/{name}/versions/{version}/yank",
+    response_model=schemas.VersionOut,
+    responses=_ERRORS,
+)
+def yank(
+    owner: str,
+    name: str,
+    version: str,
+    hub: HubDep,
+    principal: PrincipalDep,
+    body: schemas.YankIn | None = None,
+) -> schemas.VersionOut:
+    return services.set_yanked(hub, principal, owner, name, version, True, body.reason if body else "")
+
+
+@router.post(
+    "/environments/{owner}/{name}/versions/{version}/unyank",
+    response_model=schemas.VersionOut,
+    responses=_ERRORS,
+)
+def unyank(owner: str, name: str, version: str, hub: HubDep, principal: PrincipalDep) -> schemas.VersionOut:
+    return services.set_yanked(hub, principal, owner, name, version, False)
+
+
+@router.get(
+    "/environments/{owner}/{name}/versions/{version}/files",
+    response_model=list[schemas.SdistEntry],
+    responses=_ERRORS,
+    summary="Files in the version's sdist",
+)
+def list_files(
+    owner: str, name: str, version: str, session: SessionDep, principal: PrincipalDep
+) -> list[schemas.SdistEntry]:
+    env = services.get_environment(session, principal, owner, name)
+    ver = services.get_version(env, version)
+    return [schemas.SdistEntry.model_validate(f) for f in ver.sdist_files]
+
+
+@router.get("/environments/{owner}/{name}/evals", response_model=list[schemas.EvalOut], responses=_ERRORS)
+def list_evals(owner: str, name: str, session: SessionDep, principal: PrincipalDep) -> list[schemas.EvalOut]:
+    return services.list_evals(session, services.get_environment(session, principal, owner, name))
+
+
+@router.post(
+    "/environments/{owner}/{name}/versions/{version}/evals",
+    status_code=201,
+    response_model=schemas.EvalOut,
+    responses=_ERRORS,
+    summary="Upload an eval summary (leaderboard entry)",
+)
+def add_eval(
+    owner: str, name: str, version: str, body: schemas.EvalIn, hub: HubDep, principal: PrincipalDep
+) -> schemas.EvalOut:
+    return services.add_eval(hub, principal, owner, name, version, body)
+
+
+@router.put("/environments/{owner}/{name}/star", response_model=schemas.StarOut, responses=_ERRORS)
+def star(owner: str, name: str, hub: HubDep, principal: PrincipalDep) -> schemas.StarOut:
+    return services.set_star(hub, principal, owner, name, True)
+
+
+@router.delete("/environments/{owner}/{name}/star", response_model=schemas.StarOut, responses=_ERRORS)
+def unstar(owner: str, name: str, hub: HubDep, principal: PrincipalDep) -> schemas.StarOut:
+    return services.set_star(hub, principal, owner, name, False)
+
+
+@router.get("/resolve", response_model=schemas.ResolveOut, responses=_ERRORS)
+def resolve(
+    session: SessionDep,
+    principal: PrincipalDep,
+    spec: Annotated[str, Query(min_length=1, max_length=300, description="[owner/]name[@PEP 440 specifier]")],
+) -> schemas.ResolveOut:
+    env, ver = services.resolve(session, principal, spec)
+    return services.resolve_out(env, ver)
+
+
+@router.get("/whoami", response_model=schemas.WhoAmI, responses=_ERRORS)
+def whoami(session: SessionDep, principal: PrincipalDep) -> schemas.WhoAmI:
+    return services.whoami(session, _principal_required(principal))
+
+
+@router.get("/tokens", response_model=list[schemas.TokenOut], responses=_ERRORS)
+def list_tokens(session: SessionDep, principal: PrincipalDep) -> list[schemas.TokenOut]:
+    p = _principal_required(principal)
+    return [services.token_out(t) for t in services.list_tokens(session, p.user_id)]
+
+
+@router.post("/tokens", status_code=201, response_model=schemas.TokenCreated, responses=_ERRORS)
+def create_token(body: schemas.TokenCreate, hub: HubDep, principal: PrincipalDep) -> schemas.TokenCreated:
+    p = _principal_required(principal)
+    token, row = services.create_token(
+        hub,
+        p.username,
+        scopes=body.scopes,
+        name=body.name,
+        expires_in=timedelta(days=body.expires_in_days) if body.expires_in_days else None,
+        creator=p,
+    )
+    return schemas.TokenCreated(token=token, **services.token_out(row).model_dump())
+
+
+@router.delete("/tokens/{token_id}", status_code=204, responses=_ERRORS)
+def revoke_token(token_id: int, hub: HubDep, principal: PrincipalDep) -> Response:
+    services.revoke_token(hub, token_id, principal=_principal_required(principal))
+    return Response(status_code=204)

@@ -1,0 +1,154 @@
+"""``/simple/`` (PEP 503 HTML, PEP 691 JSON, PEP 700 fields) and ``/files/`` downloads.
+
+The index handlers are async and, for anonymous callers, touch only the in-memory cache: no database,
+no thread hop. Credentials (Bearer, pip's Basic ``__token__:<token>``, or the web cookie) cost one
+token lookup in a worker thread.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import FileResponse, RedirectResponse, StreamingResponse
+from sqlalchemy import select
+
+from hub_server import services
+from hub_server.auth import COOKIE_NAME, AuthError, Principal, can_read, token_from_authorization
+from hub_server.context import Hub
+from hub_server.deps import HubDep, PrincipalDep
+from hub_server.models import Environment, File
+from hub_server.services import HubError
+from hub_server.simple_index import JSON_V1, ProjectPage, negotiate, visible
+from verifiers.hub.packaging import normalize_name
+
+router = APIRouter(tags=["simple index"])
+
+_INDEX_RESPONSES = {
+    200: {
+        "content": {
+            "text/html": {},
+            "application/vnd.pypi.simple.v1+html": {},
+            "application/vnd.pypi.simple.v1+json": {},
+        },
+        "description": "The index page, in the format chosen by the Accept header (or ?format=json|html).",
+    },
+    404: {"description": "No such project, or a private one you may not read."},
+    406: {"description": "None of the Accept types is served."},
+}
+
+
+async def _principal(hub: Hub, request: Request) -> Principal | None:
+    header = request.headers.get("authorization")
+    cookie = request.cookies.get(COOKIE_NAME) if header is None else None
+    if not header and not cookie:
+        return None
+    try:
+        token = token_from_authorization(header) if header else cookie
+        return await run_in_threadpool(hub.principal, token) if token else None
+    except AuthError as exc:
+        raise HubError(401, str(exc)) from None
+
+
+def _page_response(body: bytes, media_type: str, private: bool) -> Response:
+    return Response(
+        content=body,
+        media_type=media_type,
+        headers={
+            "Vary": "Accept, Authorization",
+            # Always revalidate so pip sees a new release at once; private pages stay out of shared caches.
+            "Cache-Control": "private, no-cache" if private else "public, no-cache",
+        },
+    )
+
+
+def _not_acceptable() -> Response:
+    return Response(
+        content=b"Not Acceptable: ask for text/html or application/vnd.pypi.simple.v1+json (or +html)\n",
+        status_code=406,
+        media_type="text/plain",
+    )
+
+
+@router.api_route("/simple/", methods=["GET", "HEAD"], response_class=Response, responses=_INDEX_RESPONSES)
+async def simple_root(request: Request) -> Response:
+    hub: Hub = request.app.state.hub
+    media = negotiate(request.headers.get("accept"), request.query_params.get("format"))
+    if media is None:
+        return _not_acceptable()
+    principal = await _principal(hub, request)
+    listing = hub.index.cached_root or await run_in_threadpool(hub.index.load_root)
+    html_, json_ = listing.for_principal(principal)
+    return _page_response(json_ if media == JSON_V1 else html_, media, principal is not None)
+
+
+@router.api_route(
+    "/simple/{project}/", methods=["GET", "HEAD"], response_class=Response, responses=_INDEX_RESPONSES
+)
+async def simple_project(project: str, request: Request) -> Response:
+    hub: Hub = request.app.state.hub
+    canonical = normalize_name(project)
+    if canonical != project:
+        return RedirectResponse(f"/simple/{canonical}/", status_code=301)
+    media = negotiate(request.headers.get("accept"), request.query_params.get("format"))
+    if media is None:
+        return _not_acceptable()
+    principal = await _principal(hub, request)
+    hit, page = hub.index.cached_page(project)
+    if not hit:
+        page = await run_in_threadpool(hub.index.load_page, project)
+    if page is None or not visible(page, principal):
+        return Response(content=b"Not Found\n", status_code=404, media_type="text/plain")
+    return _page_response(_body(page, media), media, page.visibility == "private")
+
+
+def _body(page: ProjectPage, media: str) -> bytes:
+    return page.json if media == JSON_V1 else page.html
+
+
+@router.get("/simple/{project}", include_in_schema=False)
+async def simple_project_no_slash(project: str) -> Response:
+    return RedirectResponse(f"/simple/{normalize_name(project)}/", status_code=301)
+
+
+@router.api_route(
+    "/files/{project}/{filename}",
+    methods=["GET", "HEAD"],
+    response_class=Response,
+    responses={200: {"content": {"application/octet-stream": {}}}, 404: {"description": "Not found"}},
+    summary="Download a wheel or sdist (append .metadata for its PEP 658 core metadata)",
+)
+def download(project: str, filename: str, request: Request, hub: HubDep, principal: PrincipalDep) -> Response:
+    want_metadata = filename.endswith(".metadata")
+    real_name = filename.removesuffix(".metadata") if want_metadata else filename
+    with hub.db.read() as session:
+        row = session.execute(
+            select(File, Environment)
+            .join(File.version)
+            .join(Environment)
+            .where(File.filename == real_name, Environment.name == normalize_name(project))
+        ).first()
+        if row is None or not can_read(principal, row[1]):
+            raise services.not_found(f"file {filename}")
+        file, env = row
+        blob_key, env_id, private = file.blob_key, env.id, env.visibility == "private"
+        core_metadata = file.core_metadata
+    cache = "private, max-age=31536000, immutable" if private else "public, max-age=31536000, immutable"
+    if want_metadata:
+        if core_metadata is None:
+            raise services.not_found(f"metadata of {real_name}")
+        return Response(
+            core_metadata.encode(), media_type="application/octet-stream", headers={"Cache-Control": cache}
+        )
+    if request.method == "GET":
+        services.record_download(hub, env_id)
+    headers = {"Cache-Control": cache, "X-Content-Type-Options": "nosniff"}
+    path = hub.blobs.local_path(blob_key)
+    if path is not None:
+        if not path.is_file():
+            raise HubError(500, f"the blob for {real_name} is missing on the server; tell the hub admin")
+        return FileResponse(path, media_type="application/octet-stream", filename=real_name, headers=headers)
+    return StreamingResponse(
+        hub.blobs.open(blob_key),
+        media_type="application/octet-stream",
+        headers={**headers, "Content-Disposition": f'attachment; filename="{real_name}"'},
+    )

@@ -1,0 +1,66 @@
+"""Hub settings, read from ``VF_HUB_*`` environment variables (pydantic-settings).
+
+Nothing here touches the disk: directories are created by whoever needs them (``create_app``, the CLI).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+MiB = 1024 * 1024
+
+
+def default_data_dir() -> Path:
+    """``$VF_HUB_DATA_DIR`` or the platform's user data directory (e.g. ``~/.local/share/verifiers-hub``)."""
+    return Path(platformdirs.user_data_dir("verifiers-hub", appauthor=False))
+
+
+class HubSettings(BaseSettings):
+    """Server configuration. Every field can be set as ``VF_HUB_<FIELD>`` (case-insensitive)."""
+
+    model_config = SettingsConfigDict(env_prefix="VF_HUB_", extra="ignore")
+
+    data_dir: Path = Field(default_factory=default_data_dir, description="Holds hub.db and blobs/.")
+    database_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy URL, e.g. postgresql+psycopg://user:pw@host/db. Default: SQLite in data_dir.",
+    )
+    blob_dir: Path | None = Field(default=None, description="Artifact directory. Default: data_dir/blobs.")
+    base_url: str | None = Field(
+        default=None, description="Public URL of the hub (links in the UI); default: taken from the request."
+    )
+    max_file_size: int = Field(default=20 * MiB, gt=0, description="Largest wheel or sdist accepted (bytes).")
+    max_unpacked_size: int = Field(
+        default=100 * MiB, gt=0, description="Largest total uncompressed size of one archive (bytes)."
+    )
+    max_archive_members: int = Field(default=5000, gt=0, description="Most members one archive may have.")
+    max_readme_size: int = Field(default=512 * 1024, gt=0, description="Longest README stored (bytes).")
+    default_visibility: Literal["public", "private"] = "public"
+    cache_poll_seconds: float = Field(
+        default=2.0,
+        gt=0,
+        description="How often each worker checks whether another worker changed the index (seconds).",
+    )
+    cookie_secure: bool = Field(default=False, description="Mark the web session cookie Secure (HTTPS).")
+    auto_migrate: bool = Field(default=True, description="Apply migrations when `vf-hub serve` starts.")
+
+    @cached_property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.data_dir / 'hub.db'}"
+
+    @cached_property
+    def resolved_blob_dir(self) -> Path:
+        return self.blob_dir or self.data_dir / "blobs"
+
+    @property
+    def max_request_size(self) -> int:
+        """A publish request carries two files plus a few form fields."""
+        return 2 * self.max_file_size + MiB

@@ -1,0 +1,255 @@
+"""The PEP 503 / 691 simple index: rendering, content negotiation and the in-memory page cache.
+
+Pages are rendered once per change and kept as bytes. Every change that alters the index bumps
+``hub_state.index_generation`` in its own transaction and clears this worker's cache after commit; other
+workers notice the new generation within ``cache_poll_seconds``. A render only enters the cache if no
+clear happened while it read the database (the ``epoch`` check), so a read that raced a publish can
+never pin a stale page.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import orjson
+from packaging.version import InvalidVersion, Version
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from hub_server.auth import Principal
+from hub_server.db import Database
+from hub_server.models import Environment, HubState
+
+JSON_V1 = "application/vnd.pypi.simple.v1+json"
+HTML_V1 = "application/vnd.pypi.simple.v1+html"
+TEXT_HTML = "text/html"
+API_VERSION = "1.1"  # PEP 700: adds versions, size and upload-time
+_SUPPORTED = (JSON_V1, HTML_V1, TEXT_HTML)
+_FORMATS = {"json": JSON_V1, "html": HTML_V1}
+_MAX_NEGATIVE = 10_000
+
+
+def negotiate(accept: str | None, fmt: str | None = None) -> str | None:
+    """Media type to answer with, from ``?format=json|html`` or the Accept header; None means 406."""
+    if fmt:
+        return _FORMATS.get(fmt)
+    if not accept:
+        return TEXT_HTML
+    best: tuple[float, int, str] | None = None
+    for rank, item in enumerate(accept.split(",")):
+        media, *params = (p.strip() for p in item.split(";"))
+        q = 1.0
+        for param in params:
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    q = float(value)
+                except ValueError:
+                    q = 0.0
+        media = media.lower()
+        if q <= 0:
+            continue
+        if media in ("*/*", "text/*"):
+            choice = TEXT_HTML
+        elif media == "application/*":
+            choice = JSON_V1
+        elif media in _SUPPORTED:
+            choice = media
+        else:
+            continue
+        # Highest q wins; ties go to the earlier entry (the client's stated order).
+        if best is None or (q, -rank) > best[:2]:
+            best = (q, -rank, choice)
+    return best[2] if best else None
+
+
+def _ts(dt: datetime) -> str:
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _version_key(v: str) -> tuple[int, Version | str]:
+    try:
+        return (1, Version(v))
+    except InvalidVersion:  # never stored, but sorting must not fail on old data
+        return (0, v)
+
+
+@dataclass(frozen=True)
+class ProjectPage:
+    name: str
+    owner_id: int
+    visibility: str
+    html: bytes
+    json: bytes
+
+
+@dataclass(frozen=True)
+class ProjectEntry:
+    name: str
+    owner_id: int
+    visibility: str
+
+
+def file_url(project: str, filename: str) -> str:
+    return f"/files/{project}/{filename}"
+
+
+def render_project(env: Environment) -> ProjectPage:
+    name = env.name
+    versions = sorted(env.versions, key=lambda v: _version_key(v.version))
+    links: list[str] = []
+    files: list[dict[str, object]] = []
+    for ver in versions:
+        for f in sorted(ver.files, key=lambda f: f.filename):
+            url = file_url(name, f.filename)
+            attrs = [f'href="{html.escape(url)}#sha256={f.sha256}"']
+            if ver.requires_python:
+                attrs.append(f'data-requires-python="{html.escape(ver.requires_python)}"')
+            if f.core_metadata_sha256:
+                # PEP 714 name plus the PEP 658 one older pips look for.
+                attrs.append(f'data-core-metadata="sha256={f.core_metadata_sha256}"')
+                attrs.append(f'data-dist-info-metadata="sha256={f.core_metadata_sha256}"')
+            if ver.yanked:
+                attrs.append(f'data-yanked="{html.escape(ver.yanked_reason)}"')
+            links.append(f"<a {' '.join(attrs)}>{html.escape(f.filename)}</a><br>")
+            entry: dict[str, object] = {
+                "filename": f.filename,
+                "url": url,
+                "hashes": {"sha256": f.sha256},
+                "requires-python": ver.requires_python,
+                "yanked": (ver.yanked_reason or True) if ver.yanked else False,
+                "size": f.size,
+                "upload-time": _ts(f.created_at),
+            }
+            if f.core_metadata_sha256:
+                entry["core-metadata"] = {"sha256": f.core_metadata_sha256}
+                entry["dist-info-metadata"] = {"sha256": f.core_metadata_sha256}
+            files.append(entry)
+    title = html.escape(name)
+    body = (
+        "<!DOCTYPE html>\n<html><head>"
+        f'<meta name="pypi:repository-version" content="{API_VERSION}">'
+        f"<title>Links for {title}</title></head>\n<body><h1>Links for {title}</h1>\n"
+        + "\n".join(links)
+        + "\n</body></html>\n"
+    )
+    doc = {
+        "meta": {"api-version": API_VERSION},
+        "name": name,
+        "versions": [v.version for v in versions],
+        "files": files,
+    }
+    return ProjectPage(name, env.owner_id, env.visibility, body.encode(), orjson.dumps(doc))
+
+
+def render_root(names: list[str]) -> tuple[bytes, bytes]:
+    links = "\n".join(f'<a href="/simple/{html.escape(n)}/">{html.escape(n)}</a><br>' for n in names)
+    body = (
+        "<!DOCTYPE html>\n<html><head>"
+        f'<meta name="pypi:repository-version" content="{API_VERSION}">'
+        f"<title>Simple index</title></head>\n<body>\n{links}\n</body></html>\n"
+    )
+    doc = {"meta": {"api-version": API_VERSION}, "projects": [{"name": n} for n in names]}
+    return body.encode(), orjson.dumps(doc)
+
+
+def visible(entry: ProjectEntry | ProjectPage, principal: Principal | None) -> bool:
+    if entry.visibility == "public":
+        return True
+    return principal is not None and principal.can_read_owner(entry.owner_id)
+
+
+@dataclass(frozen=True)
+class RootListing:
+    entries: tuple[ProjectEntry, ...]
+    public_html: bytes
+    public_json: bytes
+
+    def for_principal(self, principal: Principal | None) -> tuple[bytes, bytes]:
+        if principal is None:
+            return self.public_html, self.public_json
+        return render_root([e.name for e in self.entries if visible(e, principal)])
+
+
+class IndexCache:
+    """Rendered pages keyed by normalised project name, plus the root listing."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._lock = threading.Lock()
+        self._pages: dict[str, ProjectPage | None] = {}
+        self._root: RootListing | None = None
+        self._epoch = 0
+        self._generation: int | None = None
+
+    # --- fast, lock-free reads (dict lookups are atomic) ------------------------------------------
+    def cached_page(self, name: str) -> tuple[bool, ProjectPage | None]:
+        """(hit, page): a hit with ``None`` is a cached "no such project"."""
+        try:
+            return True, self._pages[name]
+        except KeyError:
+            return False, None
+
+    @property
+    def cached_root(self) -> RootListing | None:
+        return self._root
+
+    # --- loads (blocking: run them in a worker thread) --------------------------------------------
+    def load_page(self, name: str) -> ProjectPage | None:
+        epoch = self._epoch
+        with self._db.read() as session:
+            env = session.scalar(select(Environment).where(Environment.name == name))
+            page = render_project(env) if env is not None else None
+        with self._lock:
+            if epoch == self._epoch:
+                if page is None and len(self._pages) >= _MAX_NEGATIVE:
+                    self._pages = {k: v for k, v in self._pages.items() if v is not None}
+                self._pages[name] = page
+        return page
+
+    def load_root(self) -> RootListing:
+        epoch = self._epoch
+        with self._db.read() as session:
+            rows = session.execute(
+                select(Environment.name, Environment.owner_id, Environment.visibility).order_by(
+                    Environment.name
+                )
+            ).all()
+        entries = tuple(ProjectEntry(n, o, v) for n, o, v in rows)
+        html_, json_ = render_root([e.name for e in entries if e.visibility == "public"])
+        listing = RootListing(entries, html_, json_)
+        with self._lock:
+            if epoch == self._epoch:
+                self._root = listing
+        return listing
+
+    # --- invalidation -----------------------------------------------------------------------------
+    def clear(self) -> None:
+        with self._lock:
+            self._epoch += 1
+            self._pages = {}
+            self._root = None
+
+    def check_generation(self) -> bool:
+        """Clear if another worker changed the index; True if it did."""
+        with self._db.read() as session:
+            gen = read_generation(session)
+        if gen != self._generation:
+            self.clear()
+            self._generation = gen
+            return True
+        return False
+
+
+def read_generation(session: Session) -> int:
+    return session.scalar(select(HubState.value).where(HubState.key == "index_generation")) or 0
+
+
+def bump_generation(session: Session) -> None:
+    """Call inside the write transaction that changes the index."""
+    session.execute(
+        update(HubState).where(HubState.key == "index_generation").values(value=HubState.value + 1)
+    )

@@ -1,0 +1,111 @@
+"""``vf-push [PATH]``: build an environment package (PEP 517, ``python -m build``) and publish it to the hub."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from packaging.utils import parse_wheel_filename
+
+from verifiers.hub.client import HubClient, HubClientError
+from verifiers.hub.packaging import content_hash_of_sdist, module_name
+
+app = typer.Typer(add_completion=False)
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    return typer.Exit(1)
+
+
+def build_distributions(project: Path, outdir: Path, *, isolation: bool = True) -> tuple[Path, Path]:
+    """Build sdist then wheel-from-sdist with ``python -m build``; returns (wheel, sdist)."""
+    cmd = [sys.executable, "-m", "build", "--outdir", str(outdir), str(project)]
+    if not isolation:
+        cmd.insert(3, "--no-isolation")
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-30:])
+        if "No module named build" in tail:
+            tail = "the `build` package is missing: pip install build (or verifiers-sdk[hub])"
+        raise RuntimeError(f"building {project} failed:\n{tail}")
+    wheels, sdists = sorted(outdir.glob("*.whl")), sorted(outdir.glob("*.tar.gz"))
+    if len(wheels) != 1 or len(sdists) != 1:
+        raise RuntimeError(f"expected one wheel and one sdist in {outdir}, found {wheels + sdists}")
+    return wheels[0], sdists[0]
+
+
+@app.command()
+def push(
+    path: Annotated[
+        Path, typer.Argument(help="Environment project directory (holds pyproject.toml).")
+    ] = Path("."),
+    owner: Annotated[str | None, typer.Option(help="Namespace to publish to (default: your user).")] = None,
+    visibility: Annotated[
+        Literal["public", "private"] | None, typer.Option(help="Set the environment's visibility.")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Build and check, but do not upload.")] = False,
+    url: Annotated[str | None, typer.Option(help="Hub URL (default: VF_HUB_URL or `vf-hub login`).")] = None,
+    token: Annotated[
+        str | None, typer.Option(help="API token (default: VF_HUB_TOKEN or `vf-hub login`).")
+    ] = None,
+    isolation: Annotated[
+        bool, typer.Option("--isolation/--no-isolation", help="Build in an isolated environment (PEP 517).")
+    ] = True,
+    outdir: Annotated[
+        Path | None, typer.Option(help="Keep the built files here (default: a temp dir).")
+    ] = None,
+) -> None:
+    """Build PATH's wheel and sdist and publish them as a new version on the hub."""
+    project = path.resolve()
+    if not (project / "pyproject.toml").is_file():
+        raise _fail(f"{project} has no pyproject.toml; run vf-push in an environment project (see vf-init)")
+    with tempfile.TemporaryDirectory(prefix="vf-push-") as tmp:
+        out = outdir.resolve() if outdir else Path(tmp)
+        out.mkdir(parents=True, exist_ok=True)
+        typer.echo(f"building {project} …", err=True)
+        try:
+            wheel, sdist = build_distributions(project, out, isolation=isolation)
+        except RuntimeError as exc:
+            raise _fail(str(exc)) from None
+        name, version, _, _ = parse_wheel_filename(wheel.name)
+        module = module_name(str(name))
+        try:
+            content_hash = content_hash_of_sdist(sdist, module)
+        except ValueError as exc:
+            raise _fail(f"{exc}; an environment named {name} must ship the module {module}") from None
+        typer.echo(
+            f"{name} {version}: {wheel.name} ({wheel.stat().st_size} B), {sdist.name} ({sdist.stat().st_size} B)"
+        )
+        typer.echo(f"content hash {content_hash}")
+        if dry_run:
+            typer.echo("dry run: nothing uploaded")
+            return
+        try:
+            with HubClient(url=url, token=token) as client:
+                if not client.token:
+                    raise _fail("no hub token: set VF_HUB_TOKEN, pass --token, or run `vf-hub login`")
+                namespace = owner or client.whoami().username
+                published = client.publish(
+                    namespace, str(name), wheel, sdist, visibility=visibility, content_hash=content_hash
+                )
+                env_url = client.environment_url(published.environment)
+                index = client.index_url()
+        except HubClientError as exc:
+            raise _fail(str(exc)) from None
+    typer.echo(f"published {published.environment} {published.version}")
+    typer.echo(f"  {env_url}")
+    typer.echo(f"  install: vf-install {published.environment}@=={published.version}")
+    typer.echo(f"       or: pip install --index-url {index} {name}=={published.version}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
