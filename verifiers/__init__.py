@@ -32,6 +32,10 @@ _EXPORTS: dict[str, str] = {
     "Score": "verifiers.rubrics.rubric",
     "group_reward": "verifiers.rubrics.rubric",
     "compute_advantages": "verifiers.rubrics.rubric",
+    "MathRubric": "verifiers.rubrics.math_rubric",
+    "JudgeRubric": "verifiers.rubrics.judge_rubric",
+    "HybridMathRubric": "verifiers.rubrics.hybrid_math_rubric",
+    "MathVerifyPool": "verifiers.rubrics.math_pool",
     # parsers
     "Parser": "verifiers.parsers.parser",
     "XMLParser": "verifiers.parsers.xml",
@@ -89,5 +93,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs; no runtime cost
     from verifiers.parsers.parser import Parser
     from verifiers.parsers.think import MaybeThinkParser, ThinkParser
     from verifiers.parsers.xml import XMLParser
+    from verifiers.rubrics.hybrid_math_rubric import HybridMathRubric
+    from verifiers.rubrics.judge_rubric import JudgeRubric
+    from verifiers.rubrics.math_pool import MathVerifyPool
+    from verifiers.rubrics.math_rubric import MathRubric
     from verifiers.rubrics.rubric import Rubric, RubricGroup, Score, compute_advantages, group_reward
     from verifiers.types import ChatMessage, Messages, ModelResponse, RolloutResult, RunMetadata, State
