@@ -59,13 +59,13 @@ def workdir(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def isolated_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A throwaway venv that sees this venv's packages (via a .pth line) and has verifiers-sdk installed
-    editable with its own console scripts, so install tests never touch the project's venv."""
+    with its own console scripts, so install tests never touch the project's venv."""
     venv = tmp_path_factory.mktemp("venv") / "v"
     uv = shutil.which("uv", path=str(BIN)) or shutil.which("uv")
     if uv:
         subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(venv)], check=True)
     else:
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
     site = subprocess.run(
         [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -80,6 +80,7 @@ def isolated_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=True,
     ).stdout.strip()
     Path(site, "_vf_parent_venv.pth").write_text(here + "\n")
+    # A regular (non-editable) install of the code under test: editable builds need `editables`.
     if uv:
         cmd = [
             uv,
@@ -90,23 +91,10 @@ def isolated_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
             str(py),
             "--no-deps",
             "--no-build-isolation",
-            "-e",
             str(ROOT),
         ]
     else:
-        cmd = [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--prefix",
-            str(venv),
-            "--no-deps",
-            "--no-build-isolation",
-            "-e",
-            str(ROOT),
-        ]
+        cmd = [str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(ROOT)]
     subprocess.run(cmd, check=True, capture_output=True)
     assert (venv / "bin" / "vf-install").exists()
     return venv

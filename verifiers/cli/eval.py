@@ -111,8 +111,15 @@ def _resolve_target(
     from verifiers.clients.registry import DEFAULT_REGISTRY_PATH, EndpointRegistry, RegistryError
 
     if is_local_model(model):
+        from verifiers.clients.local_model import LocalModelError, check_server_installed, resolve_model_file
+
         if base_url is not None:
             fail(f"-b/--api-base-url cannot be combined with the local model {model!r}")
+        try:  # fail before loading anything when a package or the model file is missing
+            resolve_model_file(model)
+            check_server_installed()
+        except LocalModelError as exc:
+            fail(str(exc))
         return Target(model=model, local=True)
     registry: EndpointRegistry | None = None
     try:

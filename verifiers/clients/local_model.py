@@ -252,9 +252,10 @@ class LocalModelServer:
         while time.monotonic() < deadline:
             code = self._proc.poll()
             if code is not None:
+                last = self._log_tail(1) or "(no output)"
                 raise LocalModelError(
-                    f"the local model server exited with status {code} while starting; its log "
-                    f"({self.log_path}) ends with:\n{self._log_tail()}"
+                    f"the local model server exited with status {code} while starting: {last} "
+                    f"(full log: {self.log_path})"
                 )
             try:
                 with urllib.request.urlopen(url, timeout=2) as resp:

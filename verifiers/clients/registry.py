@@ -2,7 +2,7 @@
 
 The format mirrors the upstream ``ENDPOINTS`` dict, one table per alias::
 
-    [gpt-4.1-mini]                        # -m gpt-4.1-mini
+    [gpt-4.1-mini]                        # -m gpt-4.1-mini (dotted names need no quotes here)
     model = "gpt-4.1-mini"                # model name sent to the server (default: the alias)
     url = "https://api.openai.com/v1"
     key = "OPENAI_API_KEY"                # name of the environment variable holding the key (optional)
@@ -63,6 +63,25 @@ class RegistryEntry:
         return Endpoint(self.url, key, self.model)
 
 
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """(alias, table or array) pairs. An unquoted ``[gpt-4.1-mini]`` is a *dotted* TOML key, parsed as
+    nested tables ``gpt-4`` → ``1-mini``; joining the parts back gives the alias the user wrote."""
+    out: list[tuple[str, Any]] = []
+    for key, value in data.items():
+        alias = f"{prefix}{key}"
+        nested = (
+            isinstance(value, Mapping)
+            and bool(value)
+            and not (set(value) & _FIELDS)
+            and all(isinstance(v, Mapping | list) for v in value.values())
+        )
+        if nested:
+            out.extend(_flatten(value, f"{alias}."))
+        else:
+            out.append((alias, value))
+    return out
+
+
 class EndpointRegistry:
     """Aliases → one or more ``RegistryEntry`` (several entries are replicas)."""
 
@@ -85,7 +104,7 @@ class EndpointRegistry:
     def from_dict(cls, data: Mapping[str, Any], source: Path | None = None) -> EndpointRegistry:
         where = f" in {source}" if source else ""
         entries: dict[str, list[RegistryEntry]] = {}
-        for alias, value in data.items():
+        for alias, value in _flatten(data):
             rows = value if isinstance(value, list) else [value]
             if not rows:
                 raise RegistryError(f"alias {alias!r}{where} has no endpoints")

