@@ -1,0 +1,127 @@
+"""Small, real wheel + sdist archives made in memory, including deliberately broken ones.
+
+Building with ``python -m build`` takes about a second per package; the end-to-end tests do that (via
+vf-init + vf-push), the many validation and API tests use these instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import tarfile
+import time
+import zipfile
+from dataclasses import dataclass, field
+
+MODULE_SOURCE = b'''import verifiers as vf
+
+
+def load_environment(**kwargs):
+    return vf.SingleTurnEnv(dataset=[{"question": "1+1", "answer": "2"}], **kwargs)
+'''
+
+
+@dataclass
+class Dist:
+    name: str = "demo-env"
+    version: str = "0.1.0"
+    summary: str = "A tiny demo environment"
+    readme: str = "# Demo\n\nSome **markdown**.\n"
+    requires_python: str | None = ">=3.11"
+    dependencies: list[str] = field(default_factory=lambda: ["verifiers-sdk"])
+    keywords: list[str] = field(default_factory=lambda: ["demo"])
+    #: module-relative path -> bytes; default: the demo module.
+    files: dict[str, bytes] | None = None
+
+    @property
+    def module(self) -> str:
+        return self.name.lower().replace("-", "_").replace(".", "_")
+
+    @property
+    def stem(self) -> str:
+        return f"{self.module}-{self.version}"
+
+    def module_files(self) -> dict[str, bytes]:
+        return self.files if self.files is not None else {f"{self.module}/__init__.py": MODULE_SOURCE}
+
+    def metadata(self, *, name: str | None = None, version: str | None = None) -> bytes:
+        lines = [
+            "Metadata-Version: 2.1",
+            f"Name: {name or self.name}",
+            f"Version: {version or self.version}",
+            f"Summary: {self.summary}",
+        ]
+        if self.requires_python:
+            lines.append(f"Requires-Python: {self.requires_python}")
+        lines += [f"Requires-Dist: {d}" for d in self.dependencies]
+        if self.keywords:
+            lines.append(f"Keywords: {','.join(self.keywords)}")
+        lines.append("Description-Content-Type: text/markdown")
+        return ("\n".join(lines) + "\n\n" + self.readme).encode()
+
+    def wheel(self, *, extra: dict[str, bytes] | None = None, metadata: bytes | None = None) -> tuple[str, bytes]:
+        dist_info = f"{self.stem}.dist-info"
+        entries = {**self.module_files(), **(extra or {})}
+        entries[f"{dist_info}/METADATA"] = metadata if metadata is not None else self.metadata()
+        entries[f"{dist_info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        record = []
+        for path, data in entries.items():
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            record.append(f"{path},sha256={digest},{len(data)}")
+        record.append(f"{dist_info}/RECORD,,")
+        entries[f"{dist_info}/RECORD"] = ("\n".join(record) + "\n").encode()
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+            for path, data in entries.items():
+                zf.writestr(path, data)
+        return f"{self.stem}-py3-none-any.whl", buf.getvalue()
+
+    def sdist(
+        self,
+        *,
+        extra: list[tarfile.TarInfo | tuple[str, bytes]] | None = None,
+        pkg_info: bytes | None = None,
+        top: str | None = None,
+    ) -> tuple[str, bytes]:
+        top = top or self.stem
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            members: list[tuple[str, bytes]] = [
+                (f"{top}/PKG-INFO", pkg_info if pkg_info is not None else self.metadata()),
+                (f"{top}/pyproject.toml", f'[project]\nname = "{self.name}"\n'.encode()),
+                *((f"{top}/{p}", d) for p, d in self.module_files().items()),
+            ]
+            for item in extra or []:
+                if isinstance(item, tarfile.TarInfo):
+                    tar.addfile(item, io.BytesIO(b"x" * item.size) if item.isfile() else None)
+                else:
+                    members.append(item)
+            for path, data in members:
+                info = tarfile.TarInfo(path)
+                info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
+                tar.addfile(info, io.BytesIO(data))
+        return f"{self.stem}.tar.gz", buf.getvalue()
+
+    def pair(self) -> tuple[tuple[str, bytes], tuple[str, bytes]]:
+        return self.wheel(), self.sdist()
+
+
+def tar_link(path: str, target: str, *, hard: bool = False) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(path)
+    info.type = tarfile.LNKTYPE if hard else tarfile.SYMTYPE
+    info.linkname = target
+    return info
+
+
+def tar_device(path: str) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(path)
+    info.type = tarfile.CHRTYPE
+    info.devmajor, info.devminor = 1, 3
+    return info
+
+
+def zip_symlink(zf: zipfile.ZipFile, path: str, target: str) -> None:
+    info = zipfile.ZipInfo(path)
+    info.external_attr = (0o120777 << 16) | 0
+    zf.writestr(info, target)
