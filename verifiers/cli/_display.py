@@ -105,9 +105,9 @@ class ProgressDisplay:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), REFRESH_S)
             if time.monotonic() - last >= PLAIN_EVERY_S:
-                self.console.print(self.plain_line(), markup=False, highlight=False)
+                self.console.print(self.plain_line(), markup=False, highlight=False, soft_wrap=True)
                 last = time.monotonic()
-        self.console.print(self.plain_line(), markup=False, highlight=False)
+        self.console.print(self.plain_line(), markup=False, highlight=False, soft_wrap=True)
 
     async def __aenter__(self) -> ProgressDisplay:
         self._task = asyncio.create_task(self._run_live() if self.live else self._run_plain())
@@ -153,7 +153,7 @@ def summary_table(
 ) -> Table:
     t = Table(title=title, show_header=False, title_justify="left", box=None, padding=(0, 2))
     t.add_column(style="dim", no_wrap=True)
-    t.add_column()
+    t.add_column(overflow="fold")  # paths must stay whole (copy-pasteable), even on a narrow console
     t.add_row(
         "environment", f"{meta.env_id} {meta.env_version}  (content {meta.env_content_hash[:12] or '?'})"
     )
