@@ -9,8 +9,9 @@ Protocol (``multiprocessing.connection`` framing over two inherited pipe fds, pi
 
 * parent → worker: ``("batch", [(gold, pred), ...])`` or ``("quit",)``;
 * worker → parent: ``("ready", pid)`` once warm (or ``("failed", message)``), then for every item of
-  a batch, in order, ``(verdict, status, seconds)`` with status ``"ok"``, ``"timeout"`` (math-verify's
-  own timeout fired, so the verdict is ``False``) or ``"error"``.
+  a batch, in order, ``(verdict, status, seconds, gold_parsed)`` with status ``"ok"``, ``"timeout"`` (math-verify's
+  own timeout fired, so the verdict is ``False``) or ``"error"``, and whether the gold had to be parsed
+  (it was not in this worker's cache).
 """
 
 from __future__ import annotations
@@ -120,6 +121,7 @@ def main(argv: list[str]) -> int:
             t0 = time.perf_counter()
             status = "ok"
             verdict = False
+            gold_parsed = golds.get(gold) is None
             try:
                 g, gold_timed_out = parsed(golds, gold)
                 p, pred_timed_out = parsed(preds, pred)
@@ -132,7 +134,7 @@ def main(argv: list[str]) -> int:
                 status = "error"
                 verdict = False
                 print(f"math-verify worker: {type(exc).__name__}: {exc}"[:500], file=sys.stderr)
-            conn_out.send((verdict, status, time.perf_counter() - t0))
+            conn_out.send((verdict, status, time.perf_counter() - t0, gold_parsed))
 
 
 if __name__ == "__main__":

@@ -91,6 +91,7 @@ class PoolStats:
     cached: int = 0
     deduplicated: int = 0
     verified: int = 0
+    gold_parses: int = 0
     timeouts: int = 0
     kills: int = 0
     crashes: int = 0
@@ -513,7 +514,7 @@ class MathVerifyPool:
         for i, task in enumerate(batch):
             # The item's clock starts when the worker is free to start it: now.
             deadline = time.monotonic() + task.timeout
-            msg: tuple[bool, VerifyStatus, float] | None = None
+            msg: tuple[bool, VerifyStatus, float, bool] | None = None
             crashed = False
             while msg is None and not crashed:
                 remaining = deadline - time.monotonic()
@@ -525,7 +526,10 @@ class MathVerifyPool:
                 except (EOFError, OSError):
                     crashed = True
             if msg is not None:
-                verdict, status, seconds = msg
+                verdict, status, seconds, gold_parsed = msg
+                if gold_parsed:
+                    with self._cv:
+                        self.stats.gold_parses += 1
                 self._resolve(task, VerifyOutcome(bool(verdict), status, "worker", seconds))
                 continue
             self._stop_worker(slot)
