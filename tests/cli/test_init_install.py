@@ -158,6 +158,15 @@ def test_install_errors(tmp_path: Path) -> None:
     (tmp_path / "notpkg").mkdir()
     res = run_cli("vf-install", str(tmp_path / "notpkg"), cwd=tmp_path)
     assert_one_line_error(res, 2, "no pyproject.toml")
+    # owner/name goes to the hub; an unreachable hub is one clear line.
     if importlib.util.find_spec("verifiers.hub.install") is None:
         res = run_cli("vf-install", "someone/some-env@>=1.0", cwd=tmp_path)
         assert_one_line_error(res, 2, "hub client")
+    else:
+        res = run_cli("vf-install", "someone/some-env@>=1.0", "--hub-url", "http://127.0.0.1:9", cwd=tmp_path)
+        assert_one_line_error(res, 1, "someone/some-env", "from the hub failed")
+    # Usage errors are click's short message, never a traceback.
+    res = run_cli("vf-install", "--bogus", cwd=tmp_path)
+    assert res.code == 2 and "No such option" in res.stderr and "Traceback" not in res.stderr
+    res = run_cli("vf-eval", "x", "-n", "many", cwd=tmp_path)
+    assert res.code == 2 and "Invalid value" in res.stderr and "Traceback" not in res.stderr

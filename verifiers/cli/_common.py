@@ -69,11 +69,12 @@ def run_command(prog: str, app: typer.Typer, args: list[str] | None = None) -> N
         _print_error(prog, "aborted")
         sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:
-        import click
-
-        if isinstance(exc, click.ClickException):  # usage errors: click's own short message
-            exc.show()
-            sys.exit(exc.exit_code)
+        # Usage errors (bad option value, unknown option) are click exceptions; typer vendors click, so
+        # recognise them by their interface rather than a class from a private module.
+        show, code = getattr(exc, "show", None), getattr(exc, "exit_code", None)
+        if callable(show) and isinstance(code, int):
+            show()
+            sys.exit(code)
         if verbose:
             traceback.print_exc()
         _print_error(

@@ -455,6 +455,8 @@ def eval_command(
 ) -> None:
     setup_logging(verbose)
     out = Console(stderr=json_output)
+    if not out.is_terminal and "COLUMNS" not in os.environ:
+        out.width = 120  # logs and pipes: rich would assume 80 columns and fold the summary
     env_args_d = parse_json_object(env_args, "-a/--env-args")
     sampling_d = parse_json_object(sampling_args, "-S/--sampling-args")
     extra_d = parse_json_object(extra_env_kwargs, "-x/--extra-env-kwargs")

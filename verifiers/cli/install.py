@@ -125,7 +125,7 @@ def _install_local(path: Path, out: Console, *, upgrade: bool, no_deps: bool, ve
     )
 
 
-def _install_hub(spec: str, out: Console, *, upgrade: bool, token: str | None) -> None:
+def _install_hub(spec: str, out: Console, *, upgrade: bool, token: str | None, hub_url: str | None) -> None:
     if importlib.util.find_spec("verifiers.hub.install") is None:
         fail(
             f"{spec!r} is not a local environment, and installing from the hub needs the hub client "
@@ -138,18 +138,22 @@ def _install_hub(spec: str, out: Console, *, upgrade: bool, token: str | None) -
     if install_from_hub is None:
         fail("the hub client has no install_from_hub(); update verifiers-sdk", EXIT_USAGE)
     out.print(f"installing {spec} from the hub …")
+    kwargs: dict[str, Any] = {"upgrade": upgrade, "token": token, "python": sys.executable}
+    if hub_url is not None:
+        kwargs["url"] = hub_url
     try:
-        result = install_from_hub(spec, upgrade=upgrade, token=token, python=sys.executable)
-    except Exception as exc:  # the hub client's errors are user-facing: show them on one line
-        fail(f"installing {spec} from the hub failed: {exc}", EXIT_FAILED)
-    from verifiers.hub.packaging import module_name, normalize_name
-
-    name = spec.split("@", 1)[0].split("/")[-1]
-    info = check_import(module_name(name), normalize_name(name))
-    out.print(
-        f"installed [bold]{normalize_name(name)}[/] {info.get('version') or '?'} from the hub; "
-        f"import {module_name(name)} OK" + (f" ({result})" if isinstance(result, str) else "")
-    )
+        result = install_from_hub(spec, **kwargs)
+    except Exception as exc:  # the hub client's errors are written for users: show them, minus a traceback
+        first, _, rest = str(exc).partition("\n")
+        if rest.strip():
+            print(rest, file=sys.stderr)
+        fail(f"installing {spec} from the hub failed: {first}", EXIT_FAILED)
+    # install_from_hub has already verified the import in the target interpreter.
+    verb = "installed" if getattr(result, "installed", True) else "already installed (use --upgrade)"
+    name = getattr(result, "full_name", spec)
+    version = getattr(result, "version", "?")
+    module = getattr(result, "module", None)
+    out.print(f"{verb}: [bold]{name}[/] {version}" + (f"; import {module} OK" if module else ""))
 
 
 @app.command()
@@ -167,7 +171,16 @@ def install_command(
         bool, typer.Option("--no-deps", help="Do not install the package's dependencies (local installs).")
     ] = False,
     token: Annotated[
-        str | None, typer.Option("--token", help="Hub token for private environments.", show_default=False)
+        str | None,
+        typer.Option(
+            "--token",
+            help="Hub token for private environments [default: VF_HUB_TOKEN or vf-hub login].",
+            show_default=False,
+        ),
+    ] = None,
+    hub_url: Annotated[
+        str | None,
+        typer.Option("--hub-url", help="Hub URL [default: VF_HUB_URL or vf-hub login].", show_default=False),
     ] = None,
     verbose: Annotated[bool, typer.Option("-v", "--verbose", help="Show the installer's output.")] = False,
 ) -> None:
@@ -176,7 +189,7 @@ def install_command(
     if local is not None:
         _install_local(local, out, upgrade=upgrade, no_deps=no_deps, verbose=verbose)
     else:
-        _install_hub(target, out, upgrade=upgrade, token=token)
+        _install_hub(target, out, upgrade=upgrade, token=token, hub_url=hub_url)
 
 
 def main(argv: list[str] | None = None) -> None:
