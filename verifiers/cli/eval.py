@@ -14,7 +14,7 @@ import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -29,6 +29,12 @@ from verifiers.cli._common import (
     run_command,
     setup_logging,
 )
+
+if TYPE_CHECKING:  # imported lazily at run time: `vf-eval --help` stays fast
+    from verifiers.clients import Client, Endpoint
+    from verifiers.envs.environment import Environment
+    from verifiers.eval.run import EvalRun
+    from verifiers.types import RunMetadata
 
 PROG = "vf-eval"
 DEFAULT_MODEL = "gpt-4.1-mini"
@@ -60,7 +66,7 @@ class Target:
     """Where requests go: the client endpoints and the model name recorded in results."""
 
     model: str
-    endpoints: list[Any] = field(default_factory=list)
+    endpoints: list[Endpoint] = field(default_factory=list)
     local: bool = False
     key_var: str | None = None
     key_set: bool = False
@@ -134,7 +140,8 @@ def _resolve_target(
             endpoints = registry.endpoints(model, key_var=key_var)
         except RegistryError as exc:
             fail(str(exc))
-        entry_var = key_var or (registry.get(model) or [None])[0].key_var  # type: ignore[union-attr]
+        entries = registry.get(model) or []
+        entry_var = key_var or next((e.key_var for e in entries if e.key_var), None)
         return Target(model, endpoints, key_var=entry_var, key_set=all(e.api_key for e in endpoints))
     var = key_var or DEFAULT_KEY_VAR
     key = os.environ.get(var)
@@ -145,7 +152,7 @@ def _resolve_target(
     return Target(model, [Endpoint(url, key)], key_var=var, key_set=key is not None, base_url_flag=base_url)
 
 
-def _load_env(env_id: str, env_args: dict[str, Any], verbose: bool) -> Any:
+def _load_env(env_id: str, env_args: dict[str, Any], verbose: bool) -> Environment:
     import verifiers as vf
     from verifiers.errors import EnvArgumentError, EnvNotFoundError, VerifiersError
 
@@ -177,7 +184,7 @@ def _eval_defaults(env_id: str, console: Console) -> dict[str, Any]:
     return defaults
 
 
-def _apply_extra_kwargs(env: Any, env_id: str, extra: dict[str, Any]) -> None:
+def _apply_extra_kwargs(env: Environment, env_id: str, extra: dict[str, Any]) -> None:
     unknown = sorted(
         k for k in extra if k.startswith("_") or not hasattr(env, k) or callable(getattr(env, k))
     )
@@ -192,7 +199,7 @@ def _apply_extra_kwargs(env: Any, env_id: str, extra: dict[str, Any]) -> None:
 
 
 # --- running -----------------------------------------------------------------------------------------
-async def _preflight(client: Any, target: Target, console: Console) -> None:
+async def _preflight(client: Client, target: Target, console: Console) -> None:
     """A cheap ``GET /models`` per endpoint, so a wrong URL or key fails in seconds with a clear message."""
     from verifiers.clients import Client
     from verifiers.errors import AuthenticationError, InfraError, VerifiersError
@@ -233,7 +240,9 @@ class Plan:
     resume: bool
 
 
-async def _evaluate(env: Any, client: Any, target: Target, plan: Plan, console: Console) -> Any:
+async def _evaluate(
+    env: Environment, client: Client, target: Target, plan: Plan, console: Console
+) -> EvalRun:
     from verifiers.cli._display import ProgressDisplay
     from verifiers.eval.engine import RunProgress
 
@@ -271,12 +280,12 @@ def _json_dump(data: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def _all_failed(meta: Any) -> bool:
+def _all_failed(meta: RunMetadata) -> bool:
     c = meta.counts
     return c.completed > 0 and c.scored == 0 and sum(c.errored.values()) >= c.completed
 
 
-def _failure_message(meta: Any, results: list[dict[str, Any]], target: Target) -> str:
+def _failure_message(meta: RunMetadata, results: list[dict[str, Any]], target: Target) -> str:
     from verifiers.cli._display import error_examples
 
     examples = error_examples(results)
@@ -563,7 +572,7 @@ def eval_command(
     _run_and_report(env, target, plan, max_retries, out, json_output, verbose)
 
 
-def _make_client(target: Target, max_retries: int, verbose: bool) -> Any:
+def _make_client(target: Target, max_retries: int, verbose: bool) -> Client:
     from verifiers.clients import Client
 
     # Local models answer one request at a time: a long queue must not look like a dead server.
@@ -576,7 +585,13 @@ def _make_client(target: Target, max_retries: int, verbose: bool) -> Any:
 
 
 def _run_and_report(
-    env: Any, target: Target, plan: Plan, max_retries: int, out: Console, json_output: bool, verbose: bool
+    env: Environment,
+    target: Target,
+    plan: Plan,
+    max_retries: int,
+    out: Console,
+    json_output: bool,
+    verbose: bool,
 ) -> None:
     from verifiers.clients import Endpoint
     from verifiers.eval.run import ResumeMismatchError
@@ -614,7 +629,7 @@ def _run_and_report(
     _report(run, target, out, json_output, verbose)
 
 
-def _report(run: Any, target: Target, out: Console, json_output: bool, verbose: bool) -> None:
+def _report(run: EvalRun, target: Target, out: Console, json_output: bool, verbose: bool) -> None:
     from verifiers.cli._display import samples_table, summary_table
 
     meta = run.metadata
