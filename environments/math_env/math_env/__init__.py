@@ -1,0 +1,123 @@
+"""math-env: competition-style math problems, answered in ``\\boxed{}`` and checked with math-verify.
+
+Sources (``source=``): the bundled sample (default, offline), the seeded generator (``"generated"``),
+INTELLECT-3's RL math data (``"intellect3"``, online, needs ``datasets``) or a local ``.jsonl`` /
+``.parquet`` file. The reward is ``MathRubric``'s ``correct``; with a judge configured it is
+``HybridMathRubric``'s (math-verify, then the judge when math-verify does not confirm).
+"""
+
+from __future__ import annotations
+
+import verifiers as vf
+from math_env.sources import DEFAULT_SOLVE_RATE_COLUMN, builder
+
+__all__ = ["INSTRUCTION", "MathEnv", "load_environment"]
+
+INSTRUCTION = "Reason step by step, then write the final answer inside \\boxed{}."
+
+
+class MathEnv(vf.SingleTurnEnv):
+    """A single-turn env whose rubric's verifier workers (and judge client) live from ``setup()`` to
+    ``teardown()``: one warm pool per run, nothing left running afterwards."""
+
+    async def setup(self) -> None:
+        await super().setup()
+        await self.rubric.setup()  # type: ignore[attr-defined]
+
+    async def teardown(self) -> None:
+        try:
+            await self.rubric.teardown()  # type: ignore[attr-defined]
+        finally:
+            await super().teardown()
+
+
+def make_rubric(
+    *,
+    judge_model: str | None,
+    judge_base_url: str | None,
+    judge_api_key_var: str | None,
+    judge_verdict_format: str,
+    verify_timeout: float,
+    max_answer_chars: int,
+    verify_workers: int | None,
+) -> vf.MathRubric:
+    """``MathRubric``, or ``HybridMathRubric`` when a judge model or URL is given."""
+    common = {"timeout": verify_timeout, "max_answer_chars": max_answer_chars, "workers": verify_workers}
+    if judge_model is None and judge_base_url is None:
+        return vf.MathRubric(**common)  # type: ignore[arg-type]
+    judge_kw: dict[str, object] = {"verdict_format": judge_verdict_format}
+    if judge_model is not None:
+        judge_kw["judge_model"] = judge_model
+    if judge_base_url is not None:
+        judge_kw["judge_base_url"] = judge_base_url
+    if judge_api_key_var is not None:
+        judge_kw["judge_api_key_var"] = judge_api_key_var
+    return vf.HybridMathRubric(judge=vf.JudgeRubric(**judge_kw), **common)  # type: ignore[arg-type]
+
+
+def load_environment(
+    source: str = "sample",
+    *,
+    question_key: str = "question",
+    answer_key: str = "answer",
+    split: str = "train",
+    num_examples: int = -1,
+    seed: int = 0,
+    difficulty: int = 2,
+    solve_rate_column: str = DEFAULT_SOLVE_RATE_COLUMN,
+    min_solve_rate: float | None = None,
+    max_solve_rate: float | None = None,
+    system_prompt: str | None = None,
+    instruction: str = INSTRUCTION,
+    judge_model: str | None = None,
+    judge_base_url: str | None = None,
+    judge_api_key_var: str | None = None,
+    judge_verdict_format: str = "yes_no",
+    verify_timeout: float = 10.0,
+    max_answer_chars: int = 1000,
+    verify_workers: int | None = None,
+) -> vf.Environment:
+    """The math-env environment.
+
+    Args:
+        source: ``"sample"`` (bundled, 68 problems), ``"generated"`` (seeded generator),
+            ``"intellect3"`` (``PrimeIntellect/INTELLECT-3-RL`` subset ``math``) or a ``.jsonl`` /
+            ``.parquet`` path whose records have a question and an answer.
+        question_key, answer_key: the record fields holding the question and the gold answer.
+        split: the hub split (``intellect3`` only).
+        num_examples: how many problems to generate (``generated``, default 500); for the other
+            sources, keep only the first ``num_examples`` after filtering (-1: all).
+        seed, difficulty: generator seed and difficulty (1, 2 or 3).
+        solve_rate_column, min_solve_rate, max_solve_rate: keep problems whose solve rate lies in
+            ``[min, max]`` (INTELLECT-3's static difficulty filtering); rows without one are dropped.
+        system_prompt: optional system message (none by default).
+        instruction: appended to every question (``""`` for the bare question).
+        judge_model, judge_base_url, judge_api_key_var, judge_verdict_format: enable an LLM judge
+            (``HybridMathRubric``) consulted when math-verify does not confirm an answer.
+        verify_timeout: hard limit in seconds on verifying one answer.
+        max_answer_chars: longer answers score 0 without verification.
+        verify_workers: math-verify worker processes (default: CPU count, at most 4).
+    """
+    build = builder(
+        source,
+        question_key=question_key,
+        answer_key=answer_key,
+        instruction=instruction,
+        split=split,
+        num_examples=num_examples,
+        seed=seed,
+        difficulty=difficulty,
+        solve_rate_column=solve_rate_column,
+        min_solve_rate=min_solve_rate,
+        max_solve_rate=max_solve_rate,
+    )
+    rubric = make_rubric(
+        judge_model=judge_model,
+        judge_base_url=judge_base_url,
+        judge_api_key_var=judge_api_key_var,
+        judge_verdict_format=judge_verdict_format,
+        verify_timeout=verify_timeout,
+        max_answer_chars=max_answer_chars,
+        verify_workers=verify_workers,
+    )
+    return MathEnv(eval_dataset=build, system_prompt=system_prompt, rubric=rubric, task="math")
