@@ -7,12 +7,15 @@ vf-init + vf-push), the many validation and API tests use these instead.
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import io
 import tarfile
-import time
 import zipfile
 from dataclasses import dataclass, field
+
+EPOCH = (2024, 1, 1, 0, 0, 0)
+MTIME = 1_704_067_200
 
 MODULE_SOURCE = b'''import verifiers as vf
 
@@ -74,7 +77,7 @@ class Dist:
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
             for path, data in entries.items():
-                zf.writestr(path, data)
+                zf.writestr(zipfile.ZipInfo(path, date_time=EPOCH), data, zipfile.ZIP_DEFLATED)  # reproducible
         return f"{self.stem}-py3-none-any.whl", buf.getvalue()
 
     def sdist(
@@ -86,7 +89,7 @@ class Dist:
     ) -> tuple[str, bytes]:
         top = top or self.stem
         buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        with gzip.GzipFile(fileobj=buf, mode="wb", mtime=MTIME) as gz, tarfile.open(fileobj=gz, mode="w") as tar:
             members: list[tuple[str, bytes]] = [
                 (f"{top}/PKG-INFO", pkg_info if pkg_info is not None else self.metadata()),
                 (f"{top}/pyproject.toml", f'[project]\nname = "{self.name}"\n'.encode()),
@@ -99,7 +102,7 @@ class Dist:
                     members.append(item)
             for path, data in members:
                 info = tarfile.TarInfo(path)
-                info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
+                info.size, info.mtime, info.mode = len(data), MTIME, 0o644
                 tar.addfile(info, io.BytesIO(data))
         return f"{self.stem}.tar.gz", buf.getvalue()
 
