@@ -7,10 +7,9 @@ import importlib
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
-
-import verifiers as vf
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -23,7 +22,7 @@ def module() -> ModuleType:
     return importlib.import_module("tiny_qa")
 
 
-def score(env: vf.Environment, row: dict, reply: str) -> vf.State:
+def score(env: Any, row: dict[str, Any], reply: str) -> dict[str, Any]:
     state = env.init_state(row, 0)
     state["completion"] = [{"role": "assistant", "content": reply}]
     asyncio.run(env.score_rollout(state))
