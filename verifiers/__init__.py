@@ -20,6 +20,7 @@ _EXPORTS: dict[str, str] = {
     "EnvGroup": "verifiers.envs.env_group",
     "ToolEnv": "verifiers.envs.tool_env",
     "StatefulToolEnv": "verifiers.envs.stateful_tool_env",
+    "SandboxEnv": "verifiers.envs.sandbox_env",
     "Tool": "verifiers.envs.tool_schema",
     "ToolCallError": "verifiers.envs.tool_schema",
     "ToolArgumentError": "verifiers.envs.tool_schema",
@@ -82,6 +83,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; no runtime cost
     from verifiers.envs.environment import Environment
     from verifiers.envs.loading import installed_environments, load_environment
     from verifiers.envs.multiturn import MultiTurnEnv, stop
+    from verifiers.envs.sandbox_env import SandboxEnv
     from verifiers.envs.singleturn import SingleTurnEnv
     from verifiers.envs.stateful_tool_env import StatefulToolEnv
     from verifiers.envs.tool_env import ToolEnv

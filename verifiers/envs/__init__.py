@@ -5,6 +5,7 @@ from verifiers.envs.env_group import EnvGroup, UnknownRouteError
 from verifiers.envs.environment import Environment
 from verifiers.envs.loading import installed_environments, load_environment, local_environments
 from verifiers.envs.multiturn import MultiTurnEnv, stop
+from verifiers.envs.sandbox_env import SandboxEnv
 from verifiers.envs.singleturn import SingleTurnEnv
 from verifiers.envs.stateful_tool_env import StatefulToolEnv
 from verifiers.envs.tool_env import ToolEnv
@@ -15,6 +16,7 @@ __all__ = [
     "Environment",
     "MultiTurnEnv",
     "Rows",
+    "SandboxEnv",
     "SingleTurnEnv",
     "StatefulToolEnv",
     "Tool",

@@ -26,6 +26,7 @@ import re
 import typing
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
@@ -301,6 +302,27 @@ def _is_async(func: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(type(func).__call__)
 
 
+def _visible_hints(
+    func: Callable[..., Any], sig: inspect.Signature, hidden: frozenset[str], tool_name: str
+) -> dict[str, Any]:
+    """Resolved type hints of the parameters the model sees. Hidden ones are skipped: their types are
+    often imported for type checkers only (``if TYPE_CHECKING:``) and cannot be resolved at run time."""
+    target = inspect.unwrap(getattr(func, "__func__", func))
+    annotations = {
+        name: p.annotation
+        for name, p in sig.parameters.items()
+        if name not in hidden and p.annotation is not p.empty
+    }
+    holder = SimpleNamespace(__annotations__=annotations, __globals__=getattr(target, "__globals__", {}))
+    try:
+        return typing.get_type_hints(holder, include_extras=True)
+    except Exception as exc:
+        raise TypeError(
+            f"tool {tool_name!r}: cannot resolve its parameter annotations ({exc}); "
+            "hide arguments the model must not set (hidden_args=...)"
+        ) from exc
+
+
 def _validation_message(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors(include_url=False):
@@ -350,10 +372,7 @@ class Tool:
         unknown = hidden - set(sig.parameters)
         if unknown:
             raise ValueError(f"tool {tool_name!r} has no parameter(s) {sorted(unknown)} to hide")
-        try:
-            hints = typing.get_type_hints(func, include_extras=True)
-        except Exception:  # unresolvable forward refs: fall back to the raw annotations
-            hints = {}
+        hints = _visible_hints(func, sig, hidden, tool_name)
         doc = parse_docstring(inspect.getdoc(func))
         definitions: dict[str, Any] = {}
         fields: dict[str, str] = {}
@@ -367,9 +386,7 @@ class Tool:
                 if p.default is p.empty:
                     required_hidden.add(p.name)
                 continue
-            annotation = hints.get(p.name, p.annotation)
-            if annotation is p.empty:
-                annotation = Any
+            annotation = hints.get(p.name, Any)
             default = ... if p.default is p.empty else p.default
             # Fields get neutral names and the parameter name as alias: a parameter called `json` or
             # `schema` would otherwise shadow a BaseModel attribute.
