@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs everything the demo and the test suite need on a fresh Debian machine (idempotent):
 # system packages (sandboxes, PostgreSQL, wrk), the venv with every extra, the local model, and the
-# bundled environment packages. Sourced by scripts/demo.sh and scripts/test.sh.
+# bundled environment packages. Run by scripts/test.sh (scripts/demo.sh installs only what the demo needs).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-APT_PACKAGES=(runsc bubblewrap postgresql wrk build-essential)
+APT_PACKAGES=(runsc bubblewrap postgresql wrk build-essential cmake)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
