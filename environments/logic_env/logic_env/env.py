@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import verifiers as vf
 from logic_env import rg_backend, synlogic
@@ -37,34 +37,64 @@ class LogicEnv(vf.SingleTurnEnv):
         return dict(self._report.unreadable)
 
 
-def generated_rows(
-    tasks: Sequence[str],
-    num_examples: int,
-    seed: int,
-    difficulty: DifficultyArg,
-    task_config: Mapping[str, Mapping[str, Any]],
-) -> list[dict[str, Any]]:
-    """Round-robin over ``tasks``; row ``i`` depends only on (task list, seed, difficulty, i)."""
-    specs = [get_task(t) for t in tasks]
-    configs = {
-        (s.name, d): s.config(d, **dict(task_config.get(s.name, {}))) for s in specs for d in DIFFICULTIES
-    }
-    rows: list[dict[str, Any]] = []
-    for i in range(num_examples):
-        spec = specs[i % len(specs)]
-        level = difficulty if difficulty != "mixed" else DIFFICULTIES[(i // len(specs)) % len(DIFFICULTIES)]
-        item = spec.generate(f"{seed}:{level}:{i}", configs[(spec.name, level)])
+class GeneratedRows(Sequence[dict[str, Any]]):
+    """Generated rows, built one at a time on first access (a run of 10 examples out of 200 builds 10).
+
+    Round-robin over ``tasks``; row ``i`` depends only on (task list, seed, difficulty, i).
+    """
+
+    def __init__(
+        self,
+        tasks: Sequence[str],
+        num_examples: int,
+        seed: int,
+        difficulty: DifficultyArg,
+        task_config: Mapping[str, Mapping[str, Any]],
+    ) -> None:
+        self._specs = [get_task(t) for t in tasks]
+        self._configs = {
+            (s.name, d): s.config(d, **dict(task_config.get(s.name, {})))
+            for s in self._specs
+            for d in DIFFICULTIES
+        }
+        self._n, self._seed, self._difficulty = num_examples, seed, difficulty
+        self._cache: dict[int, dict[str, Any]] = {}
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._n))]
+        if index < 0:
+            index += self._n
+        if not 0 <= index < self._n:
+            raise IndexError(index)
+        row = self._cache.get(index)
+        if row is None:
+            row = self._cache[index] = self._build(index)
+        return row
+
+    def _build(self, i: int) -> dict[str, Any]:
+        spec = self._specs[i % len(self._specs)]
+        level = self._difficulty
+        if level == "mixed":
+            level = DIFFICULTIES[(i // len(self._specs)) % len(DIFFICULTIES)]
+        item = spec.generate(f"{self._seed}:{level}:{i}", self._configs[(spec.name, level)])
         info = {**item["info"], "verifier": spec.name, "source": "generated", "difficulty": level}
-        rows.append(
-            {
-                "example_id": i,
-                "question": item["question"],
-                "answer": item["answer"],
-                "task": spec.name,
-                "info": info,
-            }
-        )
-    return rows
+        return {
+            "example_id": i,
+            "question": item["question"],
+            "answer": item["answer"],
+            "task": spec.name,
+            "info": info,
+        }
 
 
 def correct_answer(
@@ -111,6 +141,7 @@ def build_environment(
         raise ValueError("rg_config only applies to source='reasoning_gym'")
     report = synlogic.LoadReport()
     task_config = dict(task_config or {})
+    builder: Callable[[], Sequence[dict[str, Any]]]
 
     if source == "generated":
         names = list(tasks) if tasks is not None else list(TASK_NAMES)
@@ -125,8 +156,10 @@ def build_environment(
         if num_examples < 1:
             raise ValueError("num_examples must be >= 1 for generated data")
 
-        def builder() -> list[dict[str, Any]]:
-            return generated_rows(names, num_examples, seed, difficulty, task_config)
+        def generated() -> Sequence[dict[str, Any]]:
+            return GeneratedRows(names, num_examples, seed, difficulty, task_config)
+
+        builder = generated
 
     elif source == "reasoning_gym":
         if tasks is not None or task_config:
@@ -139,8 +172,10 @@ def build_environment(
         rg_backend.check_tasks(chosen)
         rg_cfg = dict(rg_config or {})
 
-        def builder() -> list[dict[str, Any]]:
+        def from_reasoning_gym() -> Sequence[dict[str, Any]]:
             return rg_backend.build_rows(chosen, num_examples, seed, rg_cfg)
+
+        builder = from_reasoning_gym
 
     else:
         if source != "synlogic" and not Path(source).is_file():
@@ -158,8 +193,10 @@ def build_environment(
                 raise ValueError(f"no verifier for task(s) {unknown}; supported: {sorted(allowed)}")
             wanted = set(tasks)
 
-        def builder() -> list[dict[str, Any]]:
+        def from_synlogic() -> Sequence[dict[str, Any]]:
             return synlogic.build_rows(source, split, num_examples, wanted, report)
+
+        builder = from_synlogic
 
     parser = LogicParser()
     rubric = vf.Rubric(funcs=[correct_answer], weights=[1.0], parser=parser)

@@ -97,7 +97,7 @@ def _sudoku(question: str, answer: str, meta: Mapping[str, Any]) -> Adapted | No
     boxes = {4: [2, 2], 6: [2, 3], 9: [3, 3]}
     if size not in boxes or any(len(r) != size for r in puzzle):
         return None
-    return {"puzzle": puzzle, "size": size, "box": boxes[size]}, None
+    return {"puzzle": puzzle, "size": size, "box": boxes[size]}, answer or None
 
 
 def _futoshiki(question: str, answer: str, meta: Mapping[str, Any]) -> Adapted | None:
@@ -124,7 +124,7 @@ def _futoshiki(question: str, answer: str, meta: Mapping[str, Any]) -> Adapted |
     ]
     if any(s not in ("<", ">") for _, _, s in constraints):
         return None
-    return {"size": n, "givens": givens, "constraints": constraints}, None
+    return {"size": n, "givens": givens, "constraints": constraints}, answer or None
 
 
 def _dyck(question: str, answer: str, meta: Mapping[str, Any]) -> Adapted | None:
