@@ -1,0 +1,304 @@
+"""The host side of one sandbox: a typed async client of the in-sandbox agent (see ``_agent.py``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import struct
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+from verifiers.errors import SandboxError
+from verifiers.sandbox._types import ExecResult, SandboxLimits
+
+log = logging.getLogger("verifiers.sandbox")
+
+HEADER = struct.Struct(">II")
+# Extra time the agent gets past a command's own timeout (kill, drain, reply) before we call it dead.
+REPLY_GRACE_S = 15.0
+# Budget of requests that are not commands (files, bundles, reset).
+OP_TIMEOUT_S = 60.0
+MAX_READ_BYTES = 256 * 1024 * 1024
+
+#: Errors the agent reports that are the caller's doing; anything else is an infra error.
+_CALLER_ERRORS: dict[str, type[Exception]] = {
+    "FileNotFoundError": FileNotFoundError,
+    "IsADirectoryError": IsADirectoryError,
+    "NotADirectoryError": NotADirectoryError,
+    "PermissionError": PermissionError,
+    "FileExistsError": FileExistsError,
+    "ValueError": ValueError,
+    "ReadError": ValueError,  # tarfile: not a tar archive
+    "CompressionError": ValueError,
+    "FilterError": PermissionError,  # tarfile: unsafe member
+    "AbsolutePathError": PermissionError,
+    "OutsideDestinationError": PermissionError,
+    "AbsoluteLinkError": PermissionError,
+    "LinkOutsideDestinationError": PermissionError,
+    "SpecialFileError": PermissionError,
+}
+
+
+def check_rel_path(path: str) -> str:
+    """Paths given to a sandbox are relative to its workspace: no absolute paths, no '..' escapes."""
+    p = os.fspath(path)
+    if not isinstance(p, str) or not p or "\0" in p:
+        raise ValueError(f"invalid sandbox path {path!r}")
+    if p.startswith("/") or ".." in p.split("/"):
+        raise ValueError(f"sandbox paths are relative to the workspace, without '..': {path!r}")
+    return p
+
+
+async def _send(writer: asyncio.StreamWriter, hdr: Mapping[str, Any], blob: bytes = b"") -> None:
+    data = json.dumps(hdr).encode()
+    writer.write(HEADER.pack(len(data), len(blob)) + data + blob)
+    await writer.drain()
+
+
+async def _recv(reader: asyncio.StreamReader) -> tuple[dict[str, Any], bytes]:
+    n, m = HEADER.unpack(await reader.readexactly(HEADER.size))
+    hdr = json.loads(await reader.readexactly(n))
+    blob = await reader.readexactly(m) if m else b""
+    return hdr, blob
+
+
+class Sandbox:
+    """A running, isolated workspace in which commands run one at a time.
+
+    Obtained from :meth:`SandboxBackend.create` or a :class:`SandboxPool` lease; never constructed by hand.
+    Every path argument is relative to the workspace. Operations on a sandbox that died raise
+    :class:`verifiers.errors.SandboxError`; a command that times out or floods its output is a normal
+    :class:`ExecResult`. Processes do not outlive the ``exec`` that started them.
+    """
+
+    def __init__(
+        self,
+        *,
+        sandbox_id: str,
+        backend: str,
+        contained: bool,
+        limits: SandboxLimits,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        read_transport: asyncio.ReadTransport,
+        teardown: Callable[[], Awaitable[None]],
+        kill: Callable[[], None],
+        workdir: str,
+    ) -> None:
+        self.id = sandbox_id
+        self.backend = backend
+        self.contained = contained
+        self.limits = limits
+        #: Absolute path of the workspace as commands see it.
+        self.workdir = workdir
+        self._reader = reader
+        self._writer = writer
+        self._read_transport = read_transport
+        self._teardown = teardown
+        self._kill = kill
+        self._lock = asyncio.Lock()
+        self._dead: str | None = None
+        self._destroyed = False
+        self._destroy_task: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+
+    def __repr__(self) -> str:
+        state = "destroyed" if self._destroyed else ("dead" if self._dead else "alive")
+        return f"<Sandbox {self.id} {self.backend} {state}>"
+
+    @property
+    def alive(self) -> bool:
+        return self._dead is None and not self._destroyed
+
+    # --- requests ----------------------------------------------------------------------------------
+    def _mark_dead(self, reason: str) -> None:
+        if self._dead is None:
+            self._dead = reason
+            log.warning("sandbox %s (%s) died: %s", self.id, self.backend, reason)
+            # Make sure nothing of it keeps running; the record stays until destroy() or the reaper.
+            with contextlib.suppress(Exception):
+                self._kill()
+
+    def _check(self) -> None:
+        if self._destroyed:
+            raise SandboxError(f"sandbox {self.id} was destroyed")
+        if self._dead is not None:
+            raise SandboxError(f"sandbox {self.id} ({self.backend}) is dead: {self._dead}")
+
+    async def _request(
+        self, hdr: dict[str, Any], blob: bytes = b"", *, reply_s: float
+    ) -> tuple[dict[str, Any], bytes]:
+        self._check()
+        await self._lock.acquire()
+        handed_off = False
+        sent = False
+        try:
+            self._check()
+            try:
+                await _send(self._writer, hdr, blob)
+                sent = True
+                reply, out = await asyncio.wait_for(_recv(self._reader), reply_s)
+            except asyncio.CancelledError:
+                if sent and hdr["op"] == "exec" and self._dead is None:
+                    # The agent will still answer: finish the exchange in the background so the next
+                    # request stays in step, and keep the lock until then.
+                    handed_off = True
+                    self._spawn(self._finish_cancelled())
+                else:
+                    self._mark_dead("request cancelled mid-message")
+                raise
+            except (TimeoutError, asyncio.IncompleteReadError, ConnectionError, OSError, ValueError) as exc:
+                what = (
+                    "stopped answering" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
+                )
+                self._mark_dead(f"agent {what} during {hdr['op']}")
+                raise SandboxError(
+                    f"sandbox {self.id} ({self.backend}) died during {hdr['op']}: {what}"
+                ) from exc
+        finally:
+            if not handed_off:
+                self._lock.release()
+        if not reply.get("ok"):
+            kind = str(reply.get("kind"))
+            message = str(reply.get("error"))
+            exc_type = _CALLER_ERRORS.get(kind)
+            if exc_type is not None:
+                if issubclass(exc_type, OSError) and reply.get("errno") is not None:
+                    raise exc_type(int(reply["errno"]), message)
+                raise exc_type(message)
+            raise SandboxError(f"sandbox {self.id} ({self.backend}) failed {hdr['op']}: {kind}: {message}")
+        return reply, out
+
+    async def _finish_cancelled(self) -> None:
+        try:
+            await _send(self._writer, {"op": "cancel"})
+            await asyncio.wait_for(_recv(self._reader), REPLY_GRACE_S)
+        except Exception as exc:
+            self._mark_dead(f"agent did not answer after a cancel: {exc!r}")
+        finally:
+            self._lock.release()
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # --- public API --------------------------------------------------------------------------------
+    async def exec(
+        self,
+        command: Sequence[str] | str,
+        *,
+        stdin: bytes | str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the command's budget, enforced in the sandbox
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult:
+        """Run ``command`` (an argv list, or a string for ``/bin/sh -c``) in the workspace.
+
+        ``timeout`` defaults to the sandbox's ``limits.timeout_s``; when it runs out the whole process tree
+        is killed and the result has ``timed_out=True``. ``cwd`` is relative to the workspace. ``env`` is
+        added to a scrubbed environment (``PATH`` with a real ``python3``, ``HOME`` = the workspace).
+        """
+        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else [str(a) for a in command]
+        if not argv:
+            raise ValueError("empty command")
+        if cwd is not None:
+            check_rel_path(cwd)
+        budget = float(timeout if timeout is not None else self.limits.timeout_s)
+        if budget <= 0:
+            raise ValueError("timeout must be positive")
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        hdr = {
+            "op": "exec",
+            "argv": argv,
+            "env": dict(env or {}),
+            "cwd": cwd or ".",
+            "timeout": budget,
+            "max_output": self.limits.max_output_bytes,
+            "has_stdin": data is not None,
+        }
+        reply, blob = await self._request(hdr, data or b"", reply_s=budget + REPLY_GRACE_S)
+        n_out = int(reply["stdout_len"])
+        out_t, err_t = bool(reply["stdout_truncated"]), bool(reply["stderr_truncated"])
+        return ExecResult(
+            exit_code=reply["exit_code"],
+            stdout=blob[:n_out].decode(errors="replace"),
+            stderr=blob[n_out:].decode(errors="replace"),
+            timed_out=bool(reply["timed_out"]),
+            truncated=out_t or err_t,
+            duration_s=float(reply["duration_s"]),
+            signal=reply.get("signal"),
+            stdout_truncated=out_t,
+            stderr_truncated=err_t,
+            cancelled=bool(reply.get("cancelled")),
+            backend=self.backend,
+            contained=self.contained,
+        )
+
+    async def write_file(self, path: str, data: str | bytes, *, mode: int = 0o644) -> None:
+        """Create or replace a file (parent directories are created)."""
+        blob = data.encode() if isinstance(data, str) else bytes(data)
+        await self._request(
+            {"op": "write", "path": check_rel_path(path), "mode": mode}, blob, reply_s=OP_TIMEOUT_S
+        )
+
+    async def read_file(self, path: str, *, max_bytes: int = MAX_READ_BYTES) -> bytes:
+        """The content of a regular file of the workspace."""
+        hdr = {"op": "read", "path": check_rel_path(path), "max_bytes": max_bytes}
+        _, blob = await self._request(hdr, reply_s=OP_TIMEOUT_S)
+        return blob
+
+    async def read_text(self, path: str, *, encoding: str = "utf-8") -> str:
+        return (await self.read_file(path)).decode(encoding, errors="replace")
+
+    async def upload_bundle(self, tar_bytes: bytes, dest: str = ".") -> int:
+        """Extract a tar archive (optionally compressed) under ``dest``; returns the number of members.
+
+        Members with absolute names, ``..``, links that leave ``dest`` or device files are refused.
+        """
+        reply, _ = await self._request(
+            {"op": "bundle", "dest": check_rel_path(dest)}, bytes(tar_bytes), reply_s=OP_TIMEOUT_S
+        )
+        return int(reply.get("members", 0))
+
+    async def reset(self) -> None:
+        """Kill every process and empty the workspace and ``/tmp``: the sandbox is as good as new."""
+        await self._request({"op": "reset"}, reply_s=OP_TIMEOUT_S)
+
+    async def ping(self) -> None:
+        await self._request({"op": "ping"}, reply_s=OP_TIMEOUT_S)
+
+    async def destroy(self) -> None:
+        """Stop the sandbox and remove everything it had on the host. Idempotent; never raises for a
+        sandbox that already died."""
+        if self._destroy_task is None:
+            self._destroy_task = asyncio.ensure_future(self._do_destroy())
+        await asyncio.shield(self._destroy_task)
+
+    async def _do_destroy(self) -> None:
+        self._destroyed = True
+        if self._dead is None and not self._lock.locked():
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(2.0):
+                    await _send(self._writer, {"op": "exit"})
+                    await _recv(self._reader)
+        with contextlib.suppress(Exception):
+            self._writer.close()
+        for task in list(self._background):
+            task.cancel()
+        try:
+            await self._teardown()
+        finally:
+            self._read_transport.close()
+
+    async def __aenter__(self) -> Sandbox:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.destroy()

@@ -1,0 +1,175 @@
+"""On-disk records of live sandboxes, so that a later process can clean up after a dead one.
+
+Each sandbox owns ``<state root>/<id>/`` (default root ``/tmp/vf-sandboxes``, or ``$VF_SANDBOX_DIR``) holding
+``owner`` (``<pid> <start time>`` of the process that created it: the start time guards against pid
+reuse), ``meta.json`` (backend and the host pids or container names to kill) and whatever the backend
+needs (an OCI bundle, runsc's state, a local workspace). :func:`reap_orphans` tears down every sandbox
+whose owner is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import shutil
+import signal
+import stat
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from verifiers.errors import SandboxError
+
+log = logging.getLogger("verifiers.sandbox")
+
+ID_PREFIX = "vfsb-"
+
+
+def state_root() -> Path:
+    return Path(os.environ.get("VF_SANDBOX_DIR") or "/tmp/vf-sandboxes")
+
+
+def ensure_state_root() -> Path:
+    """Create the state root, refusing one that another user could tamper with (the reaper kills pids)."""
+    root = state_root()
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = root.lstat()
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise SandboxError(
+            f"sandbox state dir {root} must be a directory owned by uid {os.geteuid()} and not writable by others"
+        )
+    return root
+
+
+def proc_start_time(pid: int) -> int | None:
+    """The kernel's start time of ``pid`` (clock ticks since boot), or None if it does not exist."""
+    try:
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = data[data.rfind(b")") + 2 :].split()
+    # Field 22 of stat is starttime; we split after field 2 (comm), so it is at index 19.
+    return int(fields[19])
+
+
+def proc_cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def pid_is(pid: int | None, start: int | None) -> bool:
+    """Whether ``pid`` is still the very process that had start time ``start``."""
+    return pid is not None and start is not None and proc_start_time(pid) == start
+
+
+def kill_if(pid: int | None, start: int | None, marker: str | None = None) -> None:
+    """SIGKILL ``pid`` only if it is still the recorded process (and its command line has ``marker``)."""
+    if not pid_is(pid, start) or pid is None:
+        return
+    if marker is not None and marker not in proc_cmdline(pid):
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def processes_with_env(marker: str) -> list[int]:
+    """Pids whose environment holds ``marker`` (e.g. ``VF_SANDBOX_ID=<id>``), for local sandboxes."""
+    needle = marker.encode() + b"\0"
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            env = Path(f"/proc/{name}/environ").read_bytes()
+        except OSError:
+            continue
+        if needle in env or env.endswith(needle[:-1]):
+            out.append(int(name))
+    return out
+
+
+@dataclass
+class StateDir:
+    """The record of one sandbox."""
+
+    id: str
+    path: Path
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, sandbox_id: str, backend: str) -> StateDir:
+        path = ensure_state_root() / sandbox_id
+        path.mkdir(mode=0o700)
+        me = os.getpid()
+        (path / "owner").write_text(f"{me} {proc_start_time(me)}\n")
+        sd = cls(sandbox_id, path, {"id": sandbox_id, "backend": backend, "created": time.time()})
+        sd.save()
+        return sd
+
+    @classmethod
+    def load(cls, path: Path) -> StateDir:
+        try:
+            meta = json.loads((path / "meta.json").read_text())
+        except (OSError, ValueError):
+            meta = {}
+        return cls(path.name, path, meta)
+
+    def save(self) -> None:
+        tmp = self.path / "meta.json.tmp"
+        tmp.write_text(json.dumps(self.meta))
+        tmp.replace(self.path / "meta.json")
+
+    def owner_alive(self) -> bool:
+        try:
+            pid_s, start_s = (self.path / "owner").read_text().split()
+            return pid_is(int(pid_s), int(start_s))
+        except (OSError, ValueError):
+            # No readable owner yet: a sandbox being created right now. Leave it unless it is old.
+            try:
+                return time.time() - self.path.stat().st_mtime < 60
+            except OSError:
+                return False
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def iter_states() -> Iterator[StateDir]:
+    root = state_root()
+    if not root.is_dir():
+        return
+    for child in sorted(root.iterdir()):
+        if child.name.startswith(ID_PREFIX) and child.is_dir():
+            yield StateDir.load(child)
+
+
+#: backend name -> function that hard-kills what a state record describes (registered by the backends).
+TEARDOWN: dict[str, Callable[[StateDir], None]] = {}
+
+
+def reap_orphans() -> list[str]:
+    """Tear down every sandbox whose owner process is gone; returns the ids removed.
+
+    Safe to call at any time from any process: sandboxes of live owners are left alone.
+    """
+    reaped = []
+    for sd in iter_states():
+        if sd.owner_alive():
+            continue
+        teardown = TEARDOWN.get(str(sd.meta.get("backend")))
+        try:
+            if teardown is not None:
+                teardown(sd)
+        except Exception as exc:  # keep going: one broken record must not block the others
+            log.warning("sandbox reaper: teardown of %s failed: %s", sd.id, exc)
+        sd.remove()
+        reaped.append(sd.id)
+    if reaped:
+        log.info("sandbox reaper removed %d orphaned sandbox(es): %s", len(reaped), ", ".join(reaped))
+    return reaped

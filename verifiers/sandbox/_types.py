@@ -1,0 +1,74 @@
+"""Public value types of the sandbox layer: the limits config and the result of one command."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SandboxLimits(BaseModel):
+    """Resource limits that every backend enforces on every command it runs.
+
+    ``memory_mb``, ``cpu_s``, ``max_file_mb``, ``max_open_files`` are per-process rlimits (address space,
+    CPU seconds, largest file written, open files); ``max_procs`` caps the processes of the sandbox's user;
+    ``timeout_s`` is the default wall-clock budget of one ``exec`` (the whole process tree is killed when it
+    runs out); ``max_output_bytes`` caps what is kept of stdout and of stderr (each); ``workspace_mb`` and
+    ``tmp_mb`` size the in-memory filesystems of the workspace and of ``/tmp`` (where the backend has them).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    timeout_s: float = Field(default=10.0, gt=0)
+    memory_mb: int = Field(default=512, ge=16)
+    cpu_s: int = Field(default=10, ge=1)
+    max_procs: int = Field(default=64, ge=1)
+    max_file_mb: int = Field(default=64, ge=1)
+    max_open_files: int = Field(default=256, ge=16)
+    max_output_bytes: int = Field(default=1_000_000, ge=0)
+    workspace_mb: int = Field(default=256, ge=1)
+    tmp_mb: int = Field(default=64, ge=1)
+
+    def agent_dict(self) -> dict[str, int]:
+        """The rlimits the in-sandbox agent applies to each command."""
+        return {
+            "memory_mb": self.memory_mb,
+            "cpu_s": self.cpu_s,
+            "max_procs": self.max_procs,
+            "max_file_mb": self.max_file_mb,
+            "max_open_files": self.max_open_files,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ExecResult:
+    """What one command did. A timeout or a truncated output is a result, not an exception."""
+
+    #: The exit status; negative (``-signal``) when the command was killed by a signal; ``None`` only if
+    #: the command could not be reaped at all.
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    #: The command ran out of wall-clock time and its process tree was killed.
+    timed_out: bool
+    #: stdout or stderr was longer than ``max_output_bytes`` and was cut.
+    truncated: bool
+    duration_s: float
+    #: The signal that ended the command, if any (e.g. 9 after a timeout, 24 for SIGXCPU).
+    signal: int | None = None
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    #: The exec was cancelled by the caller before it finished.
+    cancelled: bool = False
+    #: The backend that ran it (``runsc``, ``bwrap``, ``local``).
+    backend: str = ""
+    #: False when the backend is not a security boundary (``local``).
+    contained: bool = True
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
