@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -34,32 +35,37 @@ _SMALL_BODY = 1024 * 1024
 _MACHINE_PREFIXES = ("/api/", "/simple/", "/files/")
 
 
-class BodySizeLimit:
-    """Refuse request bodies over the limit with 413, by Content-Length or while streaming."""
+class RequestGuard:
+    """Cheap checks before routing: NUL characters (PostgreSQL text cannot hold them) and body size.
+
+    Oversize bodies get 413, by Content-Length up front or while streaming.
+    """
 
     def __init__(self, app: ASGIApp, *, publish_limit: int) -> None:
         self.app = app
         self.publish_limit = publish_limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if "\x00" in scope["path"] or b"%00" in scope.get("query_string", b""):
+            await _send_json(send, 400, "NUL characters are not allowed in URLs")
+            return
+        if scope["method"] in ("GET", "HEAD", "OPTIONS", "DELETE"):
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
         is_publish = (
             scope["method"] == "POST"
-            and scope["path"].startswith("/api/v1/environments/")
-            and scope["path"].rstrip("/").endswith("/versions")
+            and path.startswith("/api/v1/environments/")
+            and path.endswith("/versions")
         )
         limit = self.publish_limit if is_publish else _SMALL_BODY
         for key, value in scope["headers"]:
-            if key == b"content-length":
-                try:
-                    too_big = int(value) > limit
-                except ValueError:
-                    too_big = False
-                if too_big:
-                    await _send_413(send, limit)
-                    return
+            if key == b"content-length" and value.isdigit() and int(value) > limit:
+                await _send_json(send, 413, f"request body larger than {limit} bytes; the hub refuses it")
+                return
         seen = 0
 
         async def limited() -> Message:
@@ -74,12 +80,12 @@ class BodySizeLimit:
         await self.app(scope, limited, send)
 
 
-async def _send_413(send: Send, limit: int) -> None:
-    body = f'{{"detail":"request body larger than {limit} bytes; the hub refuses it"}}'.encode()
+async def _send_json(send: Send, status: int, detail: str) -> None:
+    body = json.dumps({"detail": detail}).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 413,
+            "status": status,
             "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
         }
     )
@@ -148,5 +154,5 @@ def create_app(settings: HubSettings | None = None) -> FastAPI:
     app.include_router(simple.router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(web.router)  # last: its /{owner}/{name} pattern would shadow the rest
-    app.add_middleware(BodySizeLimit, publish_limit=settings.max_request_size)
+    app.add_middleware(RequestGuard, publish_limit=settings.max_request_size)
     return app

@@ -26,7 +26,7 @@ class BlobStore(Protocol):
     def delete(self, key: str) -> None:
         """Remove ``key``; absent keys are fine."""
 
-    def keys(self) -> Iterator[str]:
+    def iter_keys(self) -> Iterator[str]:
         """Every stored key (for garbage collection of unreferenced blobs)."""
 
     def local_path(self, key: str) -> Path | None:
@@ -73,7 +73,7 @@ class LocalBlobStore:
             except OSError:
                 break
 
-    def keys(self) -> Iterator[str]:
+    def iter_keys(self) -> Iterator[str]:
         if not self.root.is_dir():
             return
         for p in self.root.rglob("*"):

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("NUL characters are not allowed")
+    return value
+
+
+#: Text that goes into the database: PostgreSQL cannot store NUL characters.
+Text = Annotated[str, AfterValidator(_no_nul)]
 Visibility = Literal["public", "private"]
 SortKey = Literal["downloads", "stars", "updated", "name"]
 Scope = Literal["read", "publish", "admin"]
@@ -73,14 +82,14 @@ class SearchPage(BaseModel):
 
 class EnvironmentUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    description: str | None = Field(default=None, max_length=2000)
-    tags: list[str] | None = Field(default=None, max_length=20)
+    description: Text | None = Field(default=None, max_length=2000)
+    tags: list[Text] | None = Field(default=None, max_length=20)
     visibility: Visibility | None = None
 
 
 class YankIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    reason: str = Field(default="", max_length=500)
+    reason: Text = Field(default="", max_length=500)
 
 
 class ResolveOut(BaseModel):
@@ -109,11 +118,13 @@ class StarOut(BaseModel):
 
 class EvalIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    model: str = Field(min_length=1, max_length=200)
+    model: Text = Field(min_length=1, max_length=200)
     avg_reward: float = Field(allow_inf_nan=False)
     num_examples: int = Field(ge=0, le=10**9)
     rollouts_per_example: int = Field(ge=1, le=10**6)
-    pass_at_k: dict[str, float] = Field(default_factory=dict, max_length=64)
+    pass_at_k: dict[Annotated[Text, Field(max_length=16)], Annotated[float, Field(allow_inf_nan=False)]] = (
+        Field(default_factory=dict, max_length=64)
+    )
 
 
 class EvalOut(EvalIn):
@@ -125,7 +136,7 @@ class EvalOut(EvalIn):
 
 class TokenCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(default="", max_length=100)
+    name: Text = Field(default="", max_length=100)
     scopes: list[Scope] = Field(default_factory=lambda: ["read"], min_length=1, max_length=3)
     expires_in_days: int | None = Field(default=None, ge=1, le=3650)
 

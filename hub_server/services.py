@@ -746,7 +746,7 @@ def collect_garbage(hub: Hub, *, grace: timedelta = _BLOB_GRACE) -> list[str]:
         referenced = set(session.scalars(select(File.blob_key)))
     cutoff_ms = (time.time() - grace.total_seconds()) * 1000
     removed: list[str] = []
-    for key in list(hub.blobs.keys()):
+    for key in list(hub.blobs.iter_keys()):
         if key in referenced:
             continue
         parts = key.split("/")

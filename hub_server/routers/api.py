@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
+from fastapi import Path as FastAPIPath
 from fastapi.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
@@ -41,6 +43,7 @@ _PUBLISH_BODY = {
     }
 }
 _FORM_FIELD_LIMIT = 64 * 1024
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 def _principal_required(principal: Any) -> Any:
@@ -123,8 +126,8 @@ async def publish_version(
         if visibility is not None and visibility not in ("public", "private"):
             raise HubError(422, "visibility must be 'public' or 'private'")
         content_hash = form.get("content_hash")
-        if content_hash is not None and not isinstance(content_hash, str):
-            raise HubError(422, "content_hash must be a form field, not a file")
+        if content_hash is not None and not (isinstance(content_hash, str) and _SHA256.match(content_hash)):
+            raise HubError(422, "content_hash must be 64 lowercase hex digits (a sha256)")
         limit = hub.settings.max_file_size
         uploads = []
         for field, upload in (("wheel", wheel), ("sdist", sdist)):
@@ -278,6 +281,8 @@ def create_token(body: schemas.TokenCreate, hub: HubDep, principal: PrincipalDep
 
 
 @router.delete("/tokens/{token_id}", status_code=204, responses=_ERRORS)
-def revoke_token(token_id: int, hub: HubDep, principal: PrincipalDep) -> Response:
+def revoke_token(
+    token_id: Annotated[int, FastAPIPath(ge=1, le=2**31 - 1)], hub: HubDep, principal: PrincipalDep
+) -> Response:
     services.revoke_token(hub, token_id, principal=_principal_required(principal))
     return Response(status_code=204)

@@ -69,7 +69,8 @@ def _not_acceptable() -> Response:
     )
 
 
-@router.api_route("/simple/", methods=["GET", "HEAD"], response_class=Response, responses=_INDEX_RESPONSES)
+@router.get("/simple/", response_class=Response, responses=_INDEX_RESPONSES)
+@router.head("/simple/", include_in_schema=False)
 async def simple_root(request: Request) -> Response:
     hub: Hub = request.app.state.hub
     media = negotiate(request.headers.get("accept"), request.query_params.get("format"))
@@ -81,9 +82,8 @@ async def simple_root(request: Request) -> Response:
     return _page_response(json_ if media == JSON_V1 else html_, media, principal is not None)
 
 
-@router.api_route(
-    "/simple/{project}/", methods=["GET", "HEAD"], response_class=Response, responses=_INDEX_RESPONSES
-)
+@router.get("/simple/{project}/", response_class=Response, responses=_INDEX_RESPONSES)
+@router.head("/simple/{project}/", include_in_schema=False)
 async def simple_project(project: str, request: Request) -> Response:
     hub: Hub = request.app.state.hub
     canonical = normalize_name(project)
@@ -110,13 +110,13 @@ async def simple_project_no_slash(project: str) -> Response:
     return RedirectResponse(f"/simple/{normalize_name(project)}/", status_code=301)
 
 
-@router.api_route(
+@router.get(
     "/files/{project}/{filename}",
-    methods=["GET", "HEAD"],
     response_class=Response,
     responses={200: {"content": {"application/octet-stream": {}}}, 404: {"description": "Not found"}},
     summary="Download a wheel or sdist (append .metadata for its PEP 658 core metadata)",
 )
+@router.head("/files/{project}/{filename}", include_in_schema=False)
 def download(project: str, filename: str, request: Request, hub: HubDep, principal: PrincipalDep) -> Response:
     want_metadata = filename.endswith(".metadata")
     real_name = filename.removesuffix(".metadata") if want_metadata else filename

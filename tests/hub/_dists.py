@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 EPOCH = (2024, 1, 1, 0, 0, 0)
 MTIME = 1_704_067_200
 
-MODULE_SOURCE = b'''import verifiers as vf
+MODULE_SOURCE = b"""import verifiers as vf
 
 
 def load_environment(**kwargs):
     return vf.SingleTurnEnv(dataset=[{"question": "1+1", "answer": "2"}], **kwargs)
-'''
+"""
 
 
 @dataclass
@@ -63,11 +63,15 @@ class Dist:
         lines.append("Description-Content-Type: text/markdown")
         return ("\n".join(lines) + "\n\n" + self.readme).encode()
 
-    def wheel(self, *, extra: dict[str, bytes] | None = None, metadata: bytes | None = None) -> tuple[str, bytes]:
+    def wheel(
+        self, *, extra: dict[str, bytes] | None = None, metadata: bytes | None = None
+    ) -> tuple[str, bytes]:
         dist_info = f"{self.stem}.dist-info"
         entries = {**self.module_files(), **(extra or {})}
         entries[f"{dist_info}/METADATA"] = metadata if metadata is not None else self.metadata()
-        entries[f"{dist_info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        entries[f"{dist_info}/WHEEL"] = (
+            b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        )
         record = []
         for path, data in entries.items():
             digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
@@ -77,7 +81,9 @@ class Dist:
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
             for path, data in entries.items():
-                zf.writestr(zipfile.ZipInfo(path, date_time=EPOCH), data, zipfile.ZIP_DEFLATED)  # reproducible
+                zf.writestr(
+                    zipfile.ZipInfo(path, date_time=EPOCH), data, zipfile.ZIP_DEFLATED
+                )  # reproducible
         return f"{self.stem}-py3-none-any.whl", buf.getvalue()
 
     def sdist(
@@ -89,7 +95,10 @@ class Dist:
     ) -> tuple[str, bytes]:
         top = top or self.stem
         buf = io.BytesIO()
-        with gzip.GzipFile(fileobj=buf, mode="wb", mtime=MTIME) as gz, tarfile.open(fileobj=gz, mode="w") as tar:
+        with (
+            gzip.GzipFile(fileobj=buf, mode="wb", mtime=MTIME) as gz,
+            tarfile.open(fileobj=gz, mode="w") as tar,
+        ):
             members: list[tuple[str, bytes]] = [
                 (f"{top}/PKG-INFO", pkg_info if pkg_info is not None else self.metadata()),
                 (f"{top}/pyproject.toml", f'[project]\nname = "{self.name}"\n'.encode()),

@@ -55,7 +55,9 @@ def _start_postgres(base: Path) -> tuple[str, Callable[[], None]]:
         shutil.chown(base, "postgres")
         shutil.chown(sock, "postgres")
     run = lambda cmd: subprocess.run(_as_postgres(cmd), capture_output=True, text=True, timeout=120)  # noqa: E731
-    proc = run([str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8"])
+    proc = run(
+        [str(PG_BIN / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8"]
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"initdb failed: {proc.stderr.strip()[-500:]}")
     port = free_port()

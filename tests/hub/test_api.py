@@ -21,7 +21,12 @@ def catalogue(client: TestClient, actors: Actors) -> None:
     math = Dist(name="math-env", summary="Competition maths", keywords=["math", "reasoning"])
     assert publish(client, actors.alice, *math.pair(), name="math-env").status_code == 201
     code = Dist(name="code-env", summary="Code tasks", keywords=["code"])
-    assert publish(client, actors.bob, *code.pair(), owner="bob", name="code-env", visibility="private").status_code == 201
+    assert (
+        publish(
+            client, actors.bob, *code.pair(), owner="bob", name="code-env", visibility="private"
+        ).status_code
+        == 201
+    )
     zeta = Dist(name="zeta-env", summary="Last by name", keywords=["math"])
     assert publish(client, actors.bob, *zeta.pair(), owner="bob", name="zeta-env").status_code == 201
 
@@ -34,7 +39,9 @@ def test_publish_response_and_detail(client: TestClient, actors: Actors) -> None
     r = publish(client, actors.alice, *Dist().pair())
     assert r.status_code == 201
     body = r.json()
-    assert body["environment"] == "alice/demo-env" and body["version"] == "0.1.0" and body["uploader"] == "alice"
+    assert (
+        body["environment"] == "alice/demo-env" and body["version"] == "0.1.0" and body["uploader"] == "alice"
+    )
     assert {f["kind"] for f in body["files"]} == {"bdist_wheel", "sdist"}
     detail = client.get(f"{API}/environments/alice/demo-env").json()
     assert detail["latest_version"] == "0.1.0"
@@ -44,7 +51,10 @@ def test_publish_response_and_detail(client: TestClient, actors: Actors) -> None
     version = client.get(f"{API}/environments/alice/demo-env/versions/0.1.0").json()
     assert version["readme"].startswith("# Demo") and version["uploader"] == "alice"
     files = client.get(f"{API}/environments/alice/demo-env/versions/0.1.0/files").json()
-    assert {"path": "demo_env/__init__.py", "size": len(Dist().module_files()["demo_env/__init__.py"])} in files
+    assert {
+        "path": "demo_env/__init__.py",
+        "size": len(Dist().module_files()["demo_env/__init__.py"]),
+    } in files
     assert {f["path"] for f in files} >= {"PKG-INFO", "pyproject.toml"}
 
 
@@ -52,11 +62,16 @@ def test_publish_response_and_detail(client: TestClient, actors: Actors) -> None
 def test_search_filters_sorts_and_pages(client: TestClient, actors: Actors) -> None:
     everything = client.get(f"{API}/environments", params={"sort": "name"}).json()
     assert names(everything) == ["alice/demo-env", "alice/math-env", "bob/zeta-env"]  # code-env is private
-    assert client.get(f"{API}/environments", params={"sort": "name"}, headers=Actors.auth(actors.bob)).json()[
-        "total"
-    ] == 4
+    assert (
+        client.get(f"{API}/environments", params={"sort": "name"}, headers=Actors.auth(actors.bob)).json()[
+            "total"
+        ]
+        == 4
+    )
     assert names(client.get(f"{API}/environments", params={"q": "competition"}).json()) == ["alice/math-env"]
-    assert names(client.get(f"{API}/environments", params={"q": "100%_"}).json()) == []  # LIKE wildcards escaped
+    assert (
+        names(client.get(f"{API}/environments", params={"q": "100%_"}).json()) == []
+    )  # LIKE wildcards escaped
     tagged = client.get(f"{API}/environments", params={"tag": "math", "sort": "name"}).json()
     assert names(tagged) == ["alice/math-env", "bob/zeta-env"]
     both = client.get(f"{API}/environments", params=[("tag", "math"), ("tag", "reasoning")]).json()
@@ -142,14 +157,23 @@ def test_stars_are_per_user(client: TestClient, actors: Actors) -> None:
 @pytest.mark.usefixtures("catalogue")
 def test_evals_feed_the_leaderboard(client: TestClient, actors: Actors) -> None:
     url = f"{API}/environments/alice/demo-env/versions/0.2.0/evals"
-    body = {"model": "smollm2", "avg_reward": 0.42, "num_examples": 5, "rollouts_per_example": 3, "pass_at_k": {"1": 0.4, "3": 0.6}}
+    body = {
+        "model": "smollm2",
+        "avg_reward": 0.42,
+        "num_examples": 5,
+        "rollouts_per_example": 3,
+        "pass_at_k": {"1": 0.4, "3": 0.6},
+    }
     assert client.post(url, json=body).status_code == 401
     assert client.post(url, json=body, headers=Actors.auth(actors.alice_read)).status_code == 403
     r = client.post(url, json=body, headers=Actors.auth(actors.bob))
     assert r.status_code == 201 and r.json()["uploader"] == "bob"
     better = {**body, "model": "bigger-model", "avg_reward": 0.9}
     assert client.post(url, json=better, headers=Actors.auth(actors.alice)).status_code == 201
-    assert client.post(url, json={**body, "avg_reward": "nan"}, headers=Actors.auth(actors.alice)).status_code == 422
+    assert (
+        client.post(url, json={**body, "avg_reward": "nan"}, headers=Actors.auth(actors.alice)).status_code
+        == 422
+    )
     board = client.get(f"{API}/environments/alice/demo-env/evals").json()
     assert [e["model"] for e in board] == ["bigger-model", "smollm2"]
     page = client.get("/alice/demo-env").text
@@ -163,9 +187,15 @@ def test_update_environment(client: TestClient, actors: Actors) -> None:
     assert client.patch(url, json=body, headers=Actors.auth(actors.bob)).status_code == 403
     r = client.patch(url, json=body, headers=Actors.auth(actors.alice))
     assert r.status_code == 200
-    assert (r.json()["description"], r.json()["tags"], r.json()["visibility"]) == ("New words", ["math", "rl"], "private")
+    assert (r.json()["description"], r.json()["tags"], r.json()["visibility"]) == (
+        "New words",
+        ["math", "rl"],
+        "private",
+    )
     assert client.get(url).status_code == 404
-    assert client.patch(url, json={"tags": ["bad tag!"]}, headers=Actors.auth(actors.alice)).status_code == 422
+    assert (
+        client.patch(url, json={"tags": ["bad tag!"]}, headers=Actors.auth(actors.alice)).status_code == 422
+    )
     assert client.patch(url, json={"owner": "bob"}, headers=Actors.auth(actors.alice)).status_code == 422
 
 
@@ -175,23 +205,36 @@ def test_admin_deletes_a_version(client: TestClient, hub: Hub, actors: Actors) -
     url = f"{API}/environments/alice/demo-env/versions/0.1.0"
     assert client.delete(url, headers=Actors.auth(actors.alice)).status_code == 403
     assert client.delete(url, headers=Actors.auth(actors.root)).status_code == 204
-    assert [v["version"] for v in client.get(f"{API}/environments/alice/demo-env/versions").json()] == ["0.2.0"]
-    assert all("0.1.0" not in key for key in hub.blobs.keys())
+    assert [v["version"] for v in client.get(f"{API}/environments/alice/demo-env/versions").json()] == [
+        "0.2.0"
+    ]
+    assert all("0.1.0" not in key for key in hub.blobs.iter_keys())
     assert b"0.1.0" not in client.get("/simple/demo-env/").content
 
 
 def test_tokens_api(client: TestClient, actors: Actors) -> None:
     me = client.get(f"{API}/whoami", headers=Actors.auth(actors.alice)).json()
-    assert me == {"username": "alice", "is_admin": False, "scopes": ["publish"], "namespaces": ["alice", "lab"]}
+    assert me == {
+        "username": "alice",
+        "is_admin": False,
+        "scopes": ["publish"],
+        "namespaces": ["alice", "lab"],
+    }
     assert client.get(f"{API}/whoami").status_code == 401
-    r = client.post(f"{API}/tokens", json={"name": "ci", "scopes": ["read"], "expires_in_days": 7}, headers=Actors.auth(actors.alice))
+    r = client.post(
+        f"{API}/tokens",
+        json={"name": "ci", "scopes": ["read"], "expires_in_days": 7},
+        headers=Actors.auth(actors.alice),
+    )
     assert r.status_code == 201
     created = r.json()
     assert created["token"].startswith("vfh_") and created["expires_at"] is not None
     listed = client.get(f"{API}/tokens", headers=Actors.auth(actors.alice)).json()
     assert created["id"] in [t["id"] for t in listed] and all("token" not in t for t in listed)
     assert client.delete(f"{API}/tokens/{created['id']}", headers=Actors.auth(actors.bob)).status_code == 404
-    assert client.delete(f"{API}/tokens/{created['id']}", headers=Actors.auth(actors.alice)).status_code == 204
+    assert (
+        client.delete(f"{API}/tokens/{created['id']}", headers=Actors.auth(actors.alice)).status_code == 204
+    )
     assert client.get(f"{API}/whoami", headers=Actors.auth(created["token"])).status_code == 401
 
 

@@ -30,8 +30,14 @@ def make_project(parent: Path, name: str = "demo-env") -> Path:
     module = name.replace("-", "_")
     if importlib.util.find_spec("verifiers.cli.init") is not None:
         subprocess.run(
-            [sys.executable, "-c", "import sys; from verifiers.cli.init import main; main(sys.argv[1:])",
-             name, "--path", str(parent)],
+            [
+                sys.executable,
+                "-c",
+                "import sys; from verifiers.cli.init import main; main(sys.argv[1:])",
+                name,
+                "--path",
+                str(parent),
+            ],
             check=True,
             capture_output=True,
         )
@@ -52,8 +58,18 @@ def make_project(parent: Path, name: str = "demo-env") -> Path:
 
 def vf_push(project: Path, url: str, token: str, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "verifiers.cli.push", str(project), "--no-isolation", "--url", url,
-         "--token", token, *extra],
+        [
+            sys.executable,
+            "-m",
+            "verifiers.cli.push",
+            str(project),
+            "--no-isolation",
+            "--url",
+            url,
+            "--token",
+            token,
+            *extra,
+        ],
         capture_output=True,
         text=True,
         env={**os.environ, "VF_HUB_CONFIG": os.devnull},
@@ -90,14 +106,25 @@ def test_push_then_pip_install_then_install_from_hub(
     # plain pip, the hub as its only index, this machine's pip config ignored
     py1 = make_venv("pip-venv")
     pip = subprocess.run(
-        [str(py1), "-m", "pip", "install", "--no-cache-dir", "--index-url", f"{live_hub.url}/simple/",
-         "demo-env", "--no-deps"],
+        [
+            str(py1),
+            "-m",
+            "pip",
+            "install",
+            "--no-cache-dir",
+            "--index-url",
+            f"{live_hub.url}/simple/",
+            "demo-env",
+            "--no-deps",
+        ],
         capture_output=True,
         text=True,
         env=clean_pip_env(),
     )
     assert pip.returncode == 0, pip.stdout + pip.stderr
-    run = subprocess.run([str(py1), "-c", LOAD_CHECK.format(module="demo_env")], capture_output=True, text=True)
+    run = subprocess.run(
+        [str(py1), "-c", LOAD_CHECK.format(module="demo_env")], capture_output=True, text=True
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "SingleTurnEnv"
 
@@ -110,7 +137,9 @@ def test_push_then_pip_install_then_install_from_hub(
     )
     assert (result.full_name, result.version, result.installed) == ("alice/demo-env", "0.1.0", True)
     assert result.content_hash == resolved.content_hash
-    run = subprocess.run([str(py2), "-c", LOAD_CHECK.format(module="demo_env")], capture_output=True, text=True)
+    run = subprocess.run(
+        [str(py2), "-c", LOAD_CHECK.format(module="demo_env")], capture_output=True, text=True
+    )
     assert run.returncode == 0, run.stderr
 
     # a second call finds it satisfied; a bare name resolves because names are unique on the hub
@@ -120,7 +149,9 @@ def test_push_then_pip_install_then_install_from_hub(
     # a new version: the spec picks it, the old one can still be pinned
     bump_version(project, "0.2.0")
     assert vf_push(project, live_hub.url, token).returncode == 0
-    upgraded = install_from_hub("demo-env@>=0.1", python=str(py2), url=live_hub.url, installer="pip", upgrade=True)
+    upgraded = install_from_hub(
+        "demo-env@>=0.1", python=str(py2), url=live_hub.url, installer="pip", upgrade=True
+    )
     assert (upgraded.version, upgraded.installed) == ("0.2.0", True)
     pinned = install_from_hub("demo-env@0.1.0", python=str(py2), url=live_hub.url, installer="pip")
     assert pinned.version == "0.1.0"
@@ -130,20 +161,36 @@ def test_push_then_pip_install_then_install_from_hub(
     assert again_push.returncode == 1 and "409" in again_push.stderr and "immutable" in again_push.stderr
 
 
-@pytest.mark.skipif(shutil.which("uv") is None and not (Path(sys.executable).parent / "uv").exists(), reason="no uv")
-def test_uv_installs_from_the_index(live_hub: LiveHub, token: str, tmp_path: Path, make_venv: Callable[[str], Path]) -> None:
+@pytest.mark.skipif(
+    shutil.which("uv") is None and not (Path(sys.executable).parent / "uv").exists(), reason="no uv"
+)
+def test_uv_installs_from_the_index(
+    live_hub: LiveHub, token: str, tmp_path: Path, make_venv: Callable[[str], Path]
+) -> None:
     project = make_project(tmp_path / "src")
     assert vf_push(project, live_hub.url, token).returncode == 0
     uv = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
     py = make_venv("uv-venv")
     proc = subprocess.run(
-        [uv, "pip", "install", "--python", str(py), "--index-url", f"{live_hub.url}/simple/", "demo-env", "--no-deps"],
+        [
+            uv,
+            "pip",
+            "install",
+            "--python",
+            str(py),
+            "--index-url",
+            f"{live_hub.url}/simple/",
+            "demo-env",
+            "--no-deps",
+        ],
         capture_output=True,
         text=True,
         env=clean_pip_env(),
     )
     assert proc.returncode == 0, proc.stderr
-    run = subprocess.run([str(py), "-c", LOAD_CHECK.format(module="demo_env")], capture_output=True, text=True)
+    run = subprocess.run(
+        [str(py), "-c", LOAD_CHECK.format(module="demo_env")], capture_output=True, text=True
+    )
     assert run.returncode == 0, run.stderr
     # install_from_hub with uv as the installer
     py2 = make_venv("uv-venv-2")
@@ -159,7 +206,12 @@ def test_private_environment_needs_the_token(
     assert pushed.returncode == 0, pushed.stderr
     py = make_venv("private-venv")
     pip_cmd = [str(py), "-m", "pip", "install", "--no-cache-dir", "--no-deps", "--no-input", "demo-env"]
-    anon = subprocess.run([*pip_cmd, "--index-url", f"{live_hub.url}/simple/"], capture_output=True, text=True, env=clean_pip_env())
+    anon = subprocess.run(
+        [*pip_cmd, "--index-url", f"{live_hub.url}/simple/"],
+        capture_output=True,
+        text=True,
+        env=clean_pip_env(),
+    )
     assert anon.returncode != 0  # invisible: pip finds no such project
     host = live_hub.url.removeprefix("http://")
     authed = subprocess.run(
@@ -170,8 +222,12 @@ def test_private_environment_needs_the_token(
     )
     assert authed.returncode == 0, authed.stdout + authed.stderr
     with pytest.raises(HubInstallError, match="404"):
-        install_from_hub("alice/demo-env", python=str(make_venv("anon")), url=live_hub.url, token=None, installer="pip")
-    result = install_from_hub("alice/demo-env", python=str(make_venv("authed")), url=live_hub.url, token=token, installer="pip")
+        install_from_hub(
+            "alice/demo-env", python=str(make_venv("anon")), url=live_hub.url, token=None, installer="pip"
+        )
+    result = install_from_hub(
+        "alice/demo-env", python=str(make_venv("authed")), url=live_hub.url, token=token, installer="pip"
+    )
     assert result.version == "0.1.0"
 
 

@@ -91,7 +91,10 @@ def test_root_lists_projects(client: TestClient, actors: Actors) -> None:
     assert publish(client, actors.alice, *Dist(name="math-env").pair(), name="math-env").status_code == 201
     root = client.get("/simple/")
     assert '<a href="/simple/demo-env/">demo-env</a>' in root.text
-    assert client.get("/simple/", headers=JSON_ACCEPT).json()["projects"] == [{"name": "demo-env"}, {"name": "math-env"}]
+    assert client.get("/simple/", headers=JSON_ACCEPT).json()["projects"] == [
+        {"name": "demo-env"},
+        {"name": "math-env"},
+    ]
     assert client.get("/simple/", headers={"Accept": "application/xml"}).status_code == 406
 
 
@@ -111,12 +114,18 @@ def test_cache_invalidated_on_publish_and_yank(client: TestClient, actors: Actor
     assert "data-yanked" not in client.get("/simple/demo-env/").text
     client.post("/api/v1/environments/alice/demo-env/versions/0.1.0/yank", headers=Actors.auth(actors.alice))
     assert "data-yanked" in client.get("/simple/demo-env/").text
-    client.patch("/api/v1/environments/alice/demo-env", json={"visibility": "private"}, headers=Actors.auth(actors.alice))
+    client.patch(
+        "/api/v1/environments/alice/demo-env",
+        json={"visibility": "private"},
+        headers=Actors.auth(actors.alice),
+    )
     assert client.get("/simple/demo-env/").status_code == 404
     assert b"demo-env" not in client.get("/simple/").content
 
 
-def test_other_workers_see_changes(app: FastAPI, settings: HubSettings, client: TestClient, actors: Actors) -> None:
+def test_other_workers_see_changes(
+    app: FastAPI, settings: HubSettings, client: TestClient, actors: Actors
+) -> None:
     """Two apps on one database stand in for two worker processes."""
     with TestClient(create_app(settings)) as other:
         assert other.get("/simple/demo-env/").status_code == 404  # cached as missing in `other`

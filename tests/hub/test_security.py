@@ -22,7 +22,7 @@ from tests.hub.conftest import Actors, LiveHub, publish
 
 
 def blob_files(hub: Hub) -> list[str]:
-    return sorted(hub.blobs.keys())
+    return sorted(hub.blobs.iter_keys())
 
 
 def counts(hub: Hub) -> tuple[int, int]:
@@ -98,7 +98,9 @@ def test_distribution_name_belongs_to_its_first_owner(client: TestClient, hub: H
     assert r.status_code == 409
     assert "belongs to another owner" in r.json()["detail"]
     # other spellings normalise to the same distribution name
-    r = publish(client, actors.bob, *Dist(name="Demo_Env", version="0.3.0").pair(), owner="bob", name="Demo_Env")
+    r = publish(
+        client, actors.bob, *Dist(name="Demo_Env", version="0.3.0").pair(), owner="bob", name="Demo_Env"
+    )
     assert r.status_code == 409
     assert counts(hub) == (1, 2)
 
@@ -107,8 +109,13 @@ def test_only_the_owner_yanks_and_only_admins_delete(client: TestClient, hub: Hu
     assert publish(client, actors.alice, *Dist().pair()).status_code == 201
     base = "/api/v1/environments/alice/demo-env"
     assert client.post(f"{base}/versions/0.1.0/yank", json={}).status_code == 401
-    assert client.post(f"{base}/versions/0.1.0/yank", json={}, headers=Actors.auth(actors.bob)).status_code == 403
-    assert client.post(f"{base}/versions/0.1.0/yank", headers=Actors.auth(actors.alice_read)).status_code == 403
+    assert (
+        client.post(f"{base}/versions/0.1.0/yank", json={}, headers=Actors.auth(actors.bob)).status_code
+        == 403
+    )
+    assert (
+        client.post(f"{base}/versions/0.1.0/yank", headers=Actors.auth(actors.alice_read)).status_code == 403
+    )
     assert client.delete(base, headers=Actors.auth(actors.alice)).status_code == 403
     assert client.delete(base, headers=Actors.auth(actors.root)).status_code == 204
     assert_nothing_stored(hub)
@@ -154,7 +161,10 @@ def test_private_environment_is_invisible(client: TestClient, actors: Actors) ->
         assert client.get("/api/v1/environments?q=demo", headers=headers).json()["items"] == []
         assert b"demo-env" not in client.get("/simple/", headers=headers).content
         assert "demo-env" not in client.get("/", headers=headers).text
-        assert client.put("/api/v1/environments/alice/demo-env/star", headers=headers).status_code in (401, 404)
+        assert client.put("/api/v1/environments/alice/demo-env/star", headers=headers).status_code in (
+            401,
+            404,
+        )
     # the owner sees it everywhere, with a read token, a publish token, pip's Basic form or the cookie
     basic = "Basic " + base64.b64encode(f"__token__:{actors.alice_read}".encode()).decode()
     for headers in (Actors.auth(actors.alice_read), Actors.auth(actors.alice), {"Authorization": basic}):
@@ -166,7 +176,9 @@ def test_private_environment_is_invisible(client: TestClient, actors: Actors) ->
     assert "demo-env" in client.get("/").text
 
 
-def test_private_org_environment_visible_to_members_only(client: TestClient, hub: Hub, actors: Actors) -> None:
+def test_private_org_environment_visible_to_members_only(
+    client: TestClient, hub: Hub, actors: Actors
+) -> None:
     assert publish(client, actors.alice, *Dist().pair(), owner="lab", visibility="private").status_code == 201
     assert client.get("/simple/demo-env/", headers=Actors.auth(actors.bob)).status_code == 404
     services.add_member(hub, "lab", "bob")
@@ -184,7 +196,9 @@ def test_private_org_environment_visible_to_members_only(client: TestClient, hub
     ],
     ids=["traversal", "symlink-absolute", "symlink-relative"],
 )
-def test_malicious_sdist_rejected_and_nothing_stored(client: TestClient, hub: Hub, actors: Actors, extra) -> None:  # type: ignore[no-untyped-def]
+def test_malicious_sdist_rejected_and_nothing_stored(
+    client: TestClient, hub: Hub, actors: Actors, extra
+) -> None:  # type: ignore[no-untyped-def]
     d = Dist()
     r = publish(client, actors.alice, d.wheel(), d.sdist(extra=extra))
     assert r.status_code == 400
@@ -234,7 +248,9 @@ def test_duplicate_version_conflicts_whatever_the_bytes(client: TestClient, hub:
     assert r.status_code == 409 and "immutable" in r.json()["detail"]
     changed = Dist(files={"demo_env/__init__.py": b"def load_environment(**kw):\n    return 2\n"})
     assert publish(client, actors.alice, *changed.pair()).status_code == 409
-    assert publish(client, actors.alice, *Dist(version="0.1").pair()).status_code == 409  # same PEP 440 version
+    assert (
+        publish(client, actors.alice, *Dist(version="0.1").pair()).status_code == 409
+    )  # same PEP 440 version
     assert blob_files(hub) == before and counts(hub) == (1, 2)
 
 
@@ -320,7 +336,9 @@ def test_interrupted_publish_leaves_nothing(hub: Hub, actors: Actors, monkeypatc
         principal, _ = authenticate(s, actors.alice)
     wheel, sdist = Dist().pair()
     with pytest.raises(KeyboardInterrupt):
-        services.publish(hub, principal, "alice", "demo-env", services.Upload(*wheel), services.Upload(*sdist))
+        services.publish(
+            hub, principal, "alice", "demo-env", services.Upload(*wheel), services.Upload(*sdist)
+        )
     assert_nothing_stored(hub)
 
 
@@ -335,11 +353,15 @@ def test_gc_removes_only_old_unreferenced_blobs(client: TestClient, hub: Hub, ac
 
 
 def test_readme_is_sanitised(client: TestClient, actors: Actors) -> None:
-    readme = '# Hi\n\n<script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:alert(3)">x</a>\n'
+    readme = (
+        '# Hi\n\n<script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:alert(3)">x</a>\n'
+    )
     assert publish(client, actors.alice, *Dist(readme=readme).pair()).status_code == 201
     page = client.get("/alice/demo-env")
     assert page.status_code == 200
-    assert "<script>alert(1)" not in page.text and "onerror" not in page.text and "javascript:" not in page.text
+    assert (
+        "<script>alert(1)" not in page.text and "onerror" not in page.text and "javascript:" not in page.text
+    )
     assert "default-src 'none'" in page.headers["content-security-policy"]
 
 

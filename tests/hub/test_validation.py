@@ -18,7 +18,12 @@ LIMITS = Limits(max_file_size=256 * 1024, max_unpacked_size=1024 * 1024, max_mem
 
 
 def check(
-    wheel: tuple[str, bytes], sdist: tuple[str, bytes], *, name: str = "demo-env", limits: Limits = LIMITS, **kw
+    wheel: tuple[str, bytes],
+    sdist: tuple[str, bytes],
+    *,
+    name: str = "demo-env",
+    limits: Limits = LIMITS,
+    **kw,
 ):  # type: ignore[no-untyped-def]
     return inspect_upload(
         expected_name=name,
@@ -48,7 +53,10 @@ def test_good_pair_is_accepted_and_described() -> None:
     assert info.dependencies == ["verifiers-sdk"]
     assert info.tags == ["demo", "math"]
     assert info.readme.startswith("# Demo")
-    assert {"path": "demo_env/__init__.py", "size": len(d.module_files()["demo_env/__init__.py"])} in info.sdist_files
+    assert {
+        "path": "demo_env/__init__.py",
+        "size": len(d.module_files()["demo_env/__init__.py"]),
+    } in info.sdist_files
     assert info.core_metadata.startswith(b"Metadata-Version")
 
 
@@ -116,7 +124,11 @@ def test_sdist_links_and_devices(info: tarfile.TarInfo, match: str) -> None:
 
 @pytest.mark.parametrize(
     ("path", "match"),
-    [("../evil.py", r"contains '\.\."), ("/abs/evil.py", "absolute path"), ("demo_env/../../x.py", r"'\.\.'")],
+    [
+        ("../evil.py", r"contains '\.\."),
+        ("/abs/evil.py", "absolute path"),
+        ("demo_env/../../x.py", r"'\.\.'"),
+    ],
 )
 def test_wheel_bad_member_paths(path: str, match: str) -> None:
     d = Dist()
@@ -172,7 +184,9 @@ def test_direct_url_dependency_refused() -> None:
 
 
 def test_size_limits() -> None:
-    d = Dist(files={"demo_env/__init__.py": b"def load_environment(): ...\n", "demo_env/big.bin": b"\0" * 300_000})
+    d = Dist(
+        files={"demo_env/__init__.py": b"def load_environment(): ...\n", "demo_env/big.bin": b"\0" * 300_000}
+    )
     # the wheel compresses zeros well, so it passes max_file_size but not max_unpacked_size
     small = replace(LIMITS, max_unpacked_size=200_000)
     refused(*d.pair(), limits=small, status=413, match="unpacks to more than")
@@ -221,7 +235,9 @@ def test_garbage_archives() -> None:
     d = Dist()
     refused(("demo_env-0.1.0-py3-none-any.whl", b"not a zip"), d.sdist(), match="not a valid zip")
     refused(d.wheel(), ("demo_env-0.1.0.tar.gz", b"not gzip at all"), match="not a valid gzip")
-    refused(d.wheel(), ("demo_env-0.1.0.tar.gz", gzip.compress(b"not a tar")), match="not a valid tar|PKG-INFO")
+    refused(
+        d.wheel(), ("demo_env-0.1.0.tar.gz", gzip.compress(b"not a tar")), match="not a valid tar|PKG-INFO"
+    )
     refused(d.wheel(), ("demo_env-0.1.0.tar.gz", b""), match="is empty")
 
 

@@ -1,0 +1,82 @@
+"""HubClient configuration, vf-hub's admin commands and vf-hub login."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hub_server.cli import app as hub_cli
+from tests.hub.conftest import LiveHub
+from verifiers.hub.client import HubClient, HubConfig, load_config_file, save_config
+from verifiers.hub.packaging import parse_env_spec
+
+
+@pytest.fixture(autouse=True)
+def isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "cfg" / "config.toml"
+    monkeypatch.setenv("VF_HUB_CONFIG", str(path))
+    monkeypatch.delenv("VF_HUB_URL", raising=False)
+    monkeypatch.delenv("VF_HUB_TOKEN", raising=False)
+    return path
+
+
+def test_config_file_is_private_and_scoped_to_its_url(
+    isolated_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    save_config("http://hub.example:8000/", "vfh_secret")
+    assert stat.S_IMODE(isolated_config.stat().st_mode) == 0o600
+    assert load_config_file() == {"url": "http://hub.example:8000", "token": "vfh_secret"}
+    assert HubConfig.load() == HubConfig("http://hub.example:8000", "vfh_secret")
+    # pointed elsewhere, the stored token is never sent
+    monkeypatch.setenv("VF_HUB_URL", "http://other.example")
+    assert HubConfig.load() == HubConfig("http://other.example", None)
+    monkeypatch.setenv("VF_HUB_TOKEN", "vfh_env")
+    assert HubConfig.load().token == "vfh_env"
+    assert HubConfig.load(token="vfh_arg").token == "vfh_arg"
+
+
+def test_index_url_embeds_the_token_for_pip() -> None:
+    client = HubClient(url="http://127.0.0.1:9", token="vfh_a/b")
+    assert client.index_url() == "http://127.0.0.1:9/simple/"
+    assert client.index_url(with_token=True) == "http://__token__:vfh_a%2Fb@127.0.0.1:9/simple/"
+    client.close()
+
+
+def test_parse_env_spec() -> None:
+    spec = parse_env_spec("Alice/Math_Env@>=0.1,<0.3")
+    assert (spec.owner, spec.name, spec.specifier) == ("Alice", "math-env", "<0.3,>=0.1")
+    assert parse_env_spec("math-env@1.0").specifier == "==1.0"
+    assert parse_env_spec("math-env@latest").specifier == ""
+    for bad in ("a/b/c", "x@foo", "@1", "a/b@>>1", ""):
+        with pytest.raises(ValueError):
+            parse_env_spec(bad)
+
+
+def test_admin_commands_and_login(live_hub: LiveHub, isolated_config: Path) -> None:
+    runner = CliRunner()
+    db = ["--database-url", live_hub.hub.db.url]
+    r = runner.invoke(hub_cli, ["user", "create", "dana", "--admin", *db])
+    assert r.exit_code == 0 and "created user dana (admin)" in r.output
+    assert runner.invoke(hub_cli, ["user", "create", "dana", *db]).exit_code == 1  # taken
+    assert runner.invoke(hub_cli, ["org", "create", "team", "--member", "dana", *db]).exit_code == 0
+    r = runner.invoke(hub_cli, ["token", "create", "dana", "--scope", "publish", "--name", "laptop", *db])
+    assert r.exit_code == 0, r.output
+    token = r.stdout.strip().splitlines()[-1]
+    assert token.startswith("vfh_")
+    r = runner.invoke(hub_cli, ["login", "--url", live_hub.url, "--token", token])
+    assert r.exit_code == 0 and "as dana" in r.output
+    assert load_config_file() == {"url": live_hub.url, "token": token}
+    with HubClient() as client:  # picks URL and token up from the config file
+        me = client.whoami()
+    assert (me.username, me.namespaces) == ("dana", ["dana", "team"])
+    listing = runner.invoke(hub_cli, ["token", "list", "dana", *db]).output
+    token_id = listing.split()[0]
+    assert "laptop" in listing and token not in listing
+    assert runner.invoke(hub_cli, ["token", "revoke", token_id, *db]).exit_code == 0
+    r = runner.invoke(hub_cli, ["login", "--url", live_hub.url, "--token", token])
+    assert r.exit_code == 1 and "revoked" in r.output
+    r = runner.invoke(hub_cli, ["db", "current", *db])
+    assert r.output.strip() == "0001"
