@@ -62,7 +62,7 @@ def test_families_with_several_solutions_accept_answers_other_than_the_stored_on
     exists, and it scores 1. Uniqueness-seeking generators are switched off where they have a knob."""
     spec = get_task(task)
     knobs = {f for f in spec.config_cls.__dataclass_fields__}
-    overrides = {"unique": False} if "unique" in knobs else {}
+    overrides: dict[str, Any] = {"unique": False} if "unique" in knobs else {}
     if task == "sudoku":
         overrides["blank_fraction"] = 0.7
     different = 0
@@ -143,9 +143,9 @@ def near_misses(task: str, item: Item) -> list[tuple[str, float]]:
         out.append(("\n".join([" ".join(first[1:] + first[:1]), *lines[1:]]), 0.0))
         fixed = {r for r, _ in info["given"]}
         free = [r for r in range(len(lines)) if r not in fixed]
-        swapped = list(lines)
-        swapped[free[0]], swapped[free[1]] = swapped[free[1]], swapped[free[0]]
-        out.append(("\n".join(swapped), -1.0))  # still one queen per row and column; diagonals decide
+        rows = list(lines)
+        rows[free[0]], rows[free[1]] = rows[free[1]], rows[free[0]]
+        out.append(("\n".join(rows), -1.0))  # still one queen per row and column; diagonals decide
     elif task == "maze":
         moves = gold.split()
         out.append((" ".join(moves[:-1]), 0.0))
@@ -175,8 +175,8 @@ def near_misses(task: str, item: Item) -> list[tuple[str, float]]:
     elif task == "cryptarithm":
         pairs = gold.split(", ")
         a, b = pairs[0].split("="), pairs[1].split("=")
-        swapped = [f"{a[0]}={b[1]}", f"{b[0]}={a[1]}", *pairs[2:]]
-        out.append((", ".join(sorted(swapped)), -1.0))  # valid only if the solver lists it
+        traded = [f"{a[0]}={b[1]}", f"{b[0]}={a[1]}", *pairs[2:]]
+        out.append((", ".join(sorted(traded)), -1.0))  # valid only if the solver lists it
         out.append((", ".join(pairs[1:]), 0.0))
     elif task == "word_sorting":
         words = gold.split(", ")

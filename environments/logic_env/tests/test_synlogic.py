@@ -147,3 +147,22 @@ def test_synlogic_rows_end_to_end_skipped_rows_never_appear() -> None:
     assert len(run.results) == len(SUPPORTED)
     assert all(r["reward"] == 1.0 for r in run.results)
     assert {r["task"] for r in run.results} == set(SUPPORTED)
+
+
+@pytest.mark.parametrize("style", ["code_block", "grid", "boxed", "equation", "last_line"])
+def test_extraction_is_fast_on_hostile_text(style: str) -> None:
+    import time
+
+    hostile = [
+        "<answer>" * 12_000,
+        "1+" * 45_000 + "1",
+        "```" * 30_000,
+        "[[" * 45_000,
+        "\\boxed{" * 12_000,
+        "x" * 99_999,
+        "9" * 200_000,
+    ]
+    for text in hostile:
+        start = time.perf_counter()
+        synlogic.extract(style, text)
+        assert time.perf_counter() - start < 0.5, (style, text[:20])
