@@ -28,6 +28,7 @@ from hub_server.context import Hub
 from hub_server.routers import api, simple, web
 from hub_server.services import HubError
 from hub_server.settings import HubSettings
+from hub_server.simple_index import FastPath
 
 log = logging.getLogger("hub_server")
 HERE = Path(__file__).parent
@@ -155,4 +156,5 @@ def create_app(settings: HubSettings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(web.router)  # last: its /{owner}/{name} pattern would shadow the rest
     app.add_middleware(RequestGuard, publish_limit=settings.max_request_size)
+    app.add_middleware(FastPath, index=hub.index)  # outermost: cached index pages skip everything else
     return app

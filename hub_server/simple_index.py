@@ -18,6 +18,7 @@ import orjson
 from packaging.version import InvalidVersion, Version
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hub_server.auth import Principal
 from hub_server.db import Database
@@ -253,3 +254,75 @@ def bump_generation(session: Session) -> None:
     session.execute(
         update(HubState).where(HubState.key == "index_generation").values(value=HubState.value + 1)
     )
+
+
+class FastPath:
+    """ASGI middleware that answers anonymous simple-index GETs from the cache, before any routing.
+
+    Only the common case is handled here: no credentials, no query string, page already cached and
+    public. Everything else (auth, misses, redirects, private pages, 406) falls through to the FastAPI
+    routes, which produce the same bytes the slow way.
+    """
+
+    def __init__(self, app: ASGIApp, *, index: IndexCache) -> None:
+        self.app = app
+        self.index = index
+        self._media: dict[bytes | None, str | None] = {}
+
+    def _negotiate(self, accept: bytes | None) -> str | None:
+        try:
+            return self._media[accept]
+        except KeyError:
+            media = negotiate(accept.decode("latin-1") if accept is not None else None)
+            if len(self._media) < 1024:  # clients send few distinct Accept values; bound it anyway
+                self._media[accept] = media
+            return media
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] == "http"
+            and scope["path"].startswith("/simple/")
+            and scope["method"] in ("GET", "HEAD")
+            and not scope["query_string"]
+        ):
+            body = self._cached_body(scope)
+            if body is not None:
+                content, media = body
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 200,
+                        "headers": [
+                            (b"content-type", media.encode()),
+                            (b"content-length", str(len(content)).encode()),
+                            (b"vary", b"Accept, Authorization"),
+                            (b"cache-control", b"public, no-cache"),
+                        ],
+                    }
+                )
+                await send(
+                    {"type": "http.response.body", "body": content if scope["method"] == "GET" else b""}
+                )
+                return
+        await self.app(scope, receive, send)
+
+    def _cached_body(self, scope: Scope) -> tuple[bytes, str] | None:
+        accept: bytes | None = None
+        for key, value in scope["headers"]:
+            if key == b"authorization" or (key == b"cookie" and b"vf_hub_token=" in value):
+                return None
+            if key == b"accept":
+                accept = value
+        media = self._negotiate(accept)
+        if media is None:
+            return None
+        path: str = scope["path"]
+        if path == "/simple/":
+            root = self.index.cached_root
+            if root is None:
+                return None
+            return (root.public_json if media == JSON_V1 else root.public_html), media
+        hit, page = self.index.cached_page(path[8:-1]) if path.endswith("/") else (False, None)
+        if not hit or page is None or page.visibility != "public":
+            return None
+        return (page.json if media == JSON_V1 else page.html), media

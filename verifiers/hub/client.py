@@ -21,13 +21,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 from urllib.parse import quote, urlsplit, urlunsplit
 
-import httpx
 import platformdirs
 import tomli_w
 from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 
@@ -187,6 +189,11 @@ class HubClient:
         timeout: float = 120.0,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
+        try:
+            import httpx
+        except ModuleNotFoundError:
+            raise HubClientError("the hub client needs httpx: pip install 'verifiers-sdk[hub]'") from None
+        self._httpx = httpx
         cfg = HubConfig.load(url, token)
         self.url, self.token = cfg.url, cfg.token
         headers = {"User-Agent": "verifiers-sdk-hub-client"}
@@ -209,7 +216,7 @@ class HubClient:
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
             response = self._http.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
+        except self._httpx.HTTPError as exc:
             raise HubClientError(f"cannot reach the hub at {self.url}: {exc}") from None
         if response.is_success:
             return response
@@ -339,7 +346,7 @@ class HubClient:
                     f"{file.filename}: sha256 mismatch (expected {file.sha256}, got {digest.hexdigest()})"
                 )
             os.replace(tmp, target)
-        except httpx.HTTPError as exc:
+        except self._httpx.HTTPError as exc:
             raise HubClientError(f"cannot download {file.url}: {exc}") from None
         finally:
             Path(tmp).unlink(missing_ok=True)

@@ -268,9 +268,7 @@ def _install(
             if exc.status_code != 404:
                 raise
     if installed:
-        _install_pinned(
-            client, resolved, installer=chosen, force=upgrade and have == resolved.version
-        )
+        _install_pinned(client, resolved, installer=chosen, force=upgrade and have == resolved.version)
 
     deps = _unsatisfied(python, _dependencies(resolved))
     from_index: list[Requirement] = []
