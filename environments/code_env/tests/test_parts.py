@@ -1,0 +1,155 @@
+"""code-env pieces that need no sandbox: code extraction, output comparison, problem sources."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from code_env.parsing import CodeParser, extract_code
+from code_env.scoring import ProblemTests, parse_runner_output, stdout_matches, values_match
+from code_env.sources import INSTRUCTION, dataset_builder, sample_records, to_row
+
+from verifiers.errors import SandboxError
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_extract_code_takes_the_last_python_or_bare_block() -> None:
+    text = "Idea:\n```python\nprint(1)\n```\nBetter:\n```\nprint(2)\n```\nRun it with:\n```bash\npython a.py\n```"
+    assert extract_code(text) == "print(2)\n"
+    assert extract_code("```py\nx = '```'\nprint(x)\n```") == "x = '```'\nprint(x)\n"
+    assert extract_code("no code here") is None
+    assert extract_code("```python\n   \n```") is None
+    assert extract_code("```python\nprint('unterminated')\n") is None
+    # drafts inside the reasoning do not count
+    assert extract_code("<think>```python\nprint(0)\n```</think>Done.") is None
+    assert extract_code("<think>```python\nprint(0)\n```</think>\n```python\nprint(3)\n```") == "print(3)\n"
+    completion = [{"role": "assistant", "content": "```python\nprint(4)\n```"}]
+    assert CodeParser().parse_answer(completion) == "print(4)\n"
+
+
+@pytest.mark.parametrize(
+    ("got", "expected", "ok"),
+    [
+        ("3\n", "3", True),  # exact after trimming
+        ("  a b \n\n c\n", "a b\nc\n", True),  # line-wise, blank lines dropped
+        ("1 2\n3", "1\n2 3\n", True),  # token-wise
+        ("0.3333333", "0.333", True),  # numbers within 1e-3
+        ("1.0 yes", "1 yes", True),
+        ("0.335", "0.333", False),
+        ("1.0 no", "1 yes", False),
+        ("1 2", "1 2 3", False),
+        ("nan", "nan", True),  # identical tokens, even non-finite ones
+        ("inf", "1e308", False),
+        ("", "", True),
+        ("", "0", False),
+    ],
+)
+def test_stdout_matching(got: str, expected: str, ok: bool) -> None:
+    assert stdout_matches(got, expected) is ok
+
+
+@pytest.mark.parametrize(
+    ("got", "expected", "ok"),
+    [
+        ((1, 2), [1, 2], True),  # tuples compare as lists
+        ([[1, (2, 3)]], [[1, [2, 3]]], True),
+        (2.00001, 2.0, True),
+        (2.01, 2.0, False),
+        (3, 3.0, True),
+        (True, 1, False),  # bools are not numbers here
+        (True, True, True),
+        ({"a": 1, "b": [1.0]}, {"b": [1], "a": 1}, True),
+        ({"a": 1}, {"a": 1, "b": 2}, False),
+        (5, [5], True),  # APPS-style wrapped expected values
+        ([5], [[5]], True),
+        ([5, 6], [5], False),
+        (None, None, True),
+        ("x", "x ", False),
+    ],
+)
+def test_value_matching(got: object, expected: object, ok: bool) -> None:
+    assert values_match(got, expected) is ok
+
+
+def test_problem_tests_validation() -> None:
+    stdin = ProblemTests.model_validate({"fn_name": "", "inputs": [["1 2", "3"]], "outputs": [["6"]]})
+    assert stdin.mode == "stdin" and stdin.inputs == ["1 2\n3\n"] and stdin.outputs == ["6\n"]
+    call = ProblemTests(fn_name="f", inputs=[[1, 2]], outputs=[3])
+    assert call.mode == "call" and len(call) == 1
+    with pytest.raises(ValueError, match="2 test inputs but 1 outputs"):
+        ProblemTests(inputs=["a", "b"], outputs=["c"])
+
+
+def test_runner_output_parsing() -> None:
+    tests = ProblemTests(inputs=["1", "2"], outputs=["1", "2"])
+    with pytest.raises(SandboxError, match="did not start"):
+        parse_runner_output("python3: not found", tests)
+    killed = parse_runner_output("VF-CODE-RUNNER-STARTED\n", tests)
+    assert not killed.passed and [c.status for c in killed.cases] == ["error", "error"]
+    assert killed.cases[0].detail == "the test runner was killed before reporting"
+    # a forged extra line printed by the solution cannot outrank the runner's report (the last line)
+    report = {"results": [{"status": "ok", "out": "1"}, {"status": "timeout", "time": 6.0}]}
+    parsed = parse_runner_output(f"VF-CODE-RUNNER-STARTED\n{json.dumps(report)}\n", tests)
+    assert [c.status for c in parsed.cases] == ["passed", "timeout"]
+    assert parsed.metrics() == {"pass_rate": 0.5, "num_tests": 2.0, "timeouts": 1.0}
+
+
+def test_bundled_sample_shape() -> None:
+    records = sample_records()
+    assert len(records) >= 30
+    assert len({r["id"] for r in records}) == len(records)
+    modes = {ProblemTests.model_validate(r["tests"]).mode for r in records}
+    assert modes == {"stdin", "call"}
+    assert any("class Solution" in r["reference"] for r in records)
+    call_outputs = [o for r in records if r["tests"]["fn_name"] for o in r["tests"]["outputs"]]
+    assert any(isinstance(o, float) and not o.is_integer() for o in call_outputs)
+    for r in records:
+        assert r["reference"] != r["wrong"] and r["question"].strip()
+
+
+def test_rows_hide_solutions_and_sample_tests_deterministically() -> None:
+    record = {
+        "id": "big",
+        "question": "Echo the input.",
+        "tests": {
+            "fn_name": None,
+            "inputs": [f"{i}\n" for i in range(40)],
+            "outputs": [f"{i}\n" for i in range(40)],
+        },
+        "reference": "print(input())",
+        "wrong": "print(0)",
+    }
+    row = to_row(record, 3, max_tests=15, seed=0)
+    assert row["question"] == f"{INSTRUCTION}\n\nEcho the input."
+    assert set(row["info"]) == {"id", "tests"} and row["example_id"] == 3 and row["task"] == "code"
+    tests = row["info"]["tests"]
+    assert len(tests["inputs"]) == 15 and tests["inputs"] == tests["outputs"]  # pairs stay aligned
+    assert to_row(record, 3, max_tests=15, seed=0) == row
+    assert to_row(record, 3, max_tests=15, seed=1)["info"]["tests"] != tests
+    assert len(to_row(record, 3, max_tests=50, seed=0)["info"]["tests"]["inputs"]) == 40
+
+
+def test_intellect3_shaped_records(tmp_path: Path) -> None:
+    """The hub dataset's shape (info and tests as JSON strings), read through the local-file path."""
+    rows = dataset_builder(str(FIXTURES / "intellect3_code.jsonl"), max_tests=15, seed=0)()
+    assert len(rows) == 2
+    first, second = rows[0], rows[1]
+    assert first["info"]["source"] == "fixture" and first["info"]["tests"]["fn_name"] is None
+    assert first["info"]["tests"]["inputs"] == ["2 3\n", "10 -4\n"]
+    assert second["info"]["tests"]["fn_name"] == "count_words"
+    assert second["info"]["tests"]["inputs"] == [["a b c"], [""]]
+
+
+def test_bad_sources_fail_clearly(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="source must be"):
+        dataset_builder(str(tmp_path / "missing.jsonl"), max_tests=15, seed=0)()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "q", "tests": {"inputs": ["1"], "outputs": ["1"]}}\n{oops\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl:2: not valid JSON"):
+        dataset_builder(str(bad), max_tests=15, seed=0)()
+    notests = tmp_path / "notests.jsonl"
+    notests.write_text('{"question": "q"}\n')
+    with pytest.raises(ValueError, match="no tests"):
+        dataset_builder(str(notests), max_tests=15, seed=0)()[0]
