@@ -160,9 +160,9 @@ def near_misses(task: str, item: Item) -> list[tuple[str, float]]:
             out.append((", ".join(f"{k}: {c}" for k, c in colors.items()), 0.0))
         out.append((gold.rsplit(", ", 1)[0], 0.0))  # a vertex left uncoloured
     elif task == "knights_knaves":
-        first = gold.split(", ")[0]
-        flipped = first.replace("knight", "knave") if "knight" in first else first.replace("knave", "knight")
-        out.append((gold.replace(first, flipped, 1), 0.0))
+        head = gold.split(", ")[0]
+        flipped = head.replace("knight", "knave") if "knight" in head else head.replace("knave", "knight")
+        out.append((gold.replace(head, flipped, 1), 0.0))
         out.append((gold.rsplit(", ", 1)[0], 0.0))
     elif task == "dyck_language":
         out.append((gold.rsplit(" ", 1)[0] if " " in gold else "", 0.0))

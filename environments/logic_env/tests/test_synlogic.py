@@ -124,12 +124,13 @@ def test_hub_source_asks_datasets_for_the_logic_subset(monkeypatch: pytest.Monke
 
 
 def test_adapt_row_never_raises_on_junk() -> None:
-    for raw in [
+    junk: list[dict[str, Any]] = [
         {},
         {"info": "not json"},
         {"info": json.dumps({"task": "sudoku", "game_data": "{bad"})},
         {"info": 5},
-    ]:
+    ]
+    for raw in junk:
         _task, row = synlogic.adapt_row(raw)
         assert row is None or row == {}
 
