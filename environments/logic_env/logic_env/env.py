@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, overload
@@ -11,8 +10,6 @@ import verifiers as vf
 from logic_env import rg_backend, synlogic
 from logic_env.parsing import LogicParser
 from logic_env.tasks import DIFFICULTIES, TASK_NAMES, get_task
-
-log = logging.getLogger(__name__)
 
 DifficultyArg = Literal["easy", "medium", "hard", "mixed"]
 

@@ -16,7 +16,7 @@ import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypedDict, TypeVar
+from typing import Any, Literal, TypedDict
 
 Difficulty = Literal["easy", "medium", "hard"]
 DIFFICULTIES: tuple[Difficulty, ...] = ("easy", "medium", "hard")
@@ -29,12 +29,6 @@ class Item(TypedDict):
     answer: str
     info: dict[str, Any]
 
-
-class TaskConfig(Protocol):
-    def validate(self) -> None: ...
-
-
-C = TypeVar("C", bound=TaskConfig)
 
 Generator = Callable[[random.Random, Any], Item]
 Scorer = Callable[[str, Mapping[str, Any]], float]
@@ -142,7 +136,3 @@ def parse_int_grid(text: str, rows: int, cols: int, *, limit: int = 4000) -> lis
 
 def format_grid(grid: Sequence[Sequence[int]]) -> str:
     return "\n".join(" ".join(str(v) for v in row) for row in grid)
-
-
-def pick(rng: random.Random, pool: Sequence[str], k: int) -> list[str]:
-    return rng.sample(list(pool), k)

@@ -192,7 +192,7 @@ def _random_clue(rng: random.Random, n: int, k: int, arr: Arrangement) -> Clue:
             return clue
 
 
-def describe(clue: Clue, k: int) -> str:
+def describe(clue: Clue) -> str:
     def who(x: Sequence[int]) -> str:
         name, values = ATTRIBUTES[x[0]]
         return _PHRASE[name].format(v=values[x[1]])
@@ -238,7 +238,7 @@ def generate(rng: random.Random, cfg: Config) -> Item:
     question = (
         f"There are {n} houses in a row, numbered 1 to {n} from left to right. Each house has exactly one "
         f"value of each attribute below, and no two houses share a value:\n{lists}\n\nClues:\n"
-        + "\n".join(f"{i + 1}. {describe(c, k)}" for i, c in enumerate(clues))
+        + "\n".join(f"{i + 1}. {describe(c)}" for i, c in enumerate(clues))
         + "\n\nWork out every house."
         + instruction(
             f"Write one line per house, 'House <number>: <{order}>', e.g. "
