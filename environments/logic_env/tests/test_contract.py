@@ -243,6 +243,13 @@ def hostile_answers(marker: Path) -> list[str]:
         "A=1, " * 20_000,
         "\x00\x01\x02" * 1000,
         "R " * 40_000,
+        # short enough to pass every length bound, so the parsers themselves see them
+        "(" * 90 + "1" + ")" * 90,
+        "1 / (1 - 1)",
+        "1" * 150,
+        "2 * " * 45 + "2",
+        "[[" * 60 + "]]" * 60,
+        "House 1: " * 30,
     ]
 
 
