@@ -9,9 +9,13 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:  # the CLI imports the server lazily, so `vf-hub --help` stays fast
+    from hub_server.context import Hub
+    from hub_server.settings import HubSettings
 
 app = typer.Typer(help="The verifiers Environments Hub server and its admin tasks.", no_args_is_help=True)
 db_app = typer.Typer(help="Database migrations (Alembic).", no_args_is_help=True)
@@ -32,18 +36,18 @@ DataDir = Annotated[
 ]
 
 
-def _settings(database_url: str | None = None, data_dir: Path | None = None):  # type: ignore[no-untyped-def]
+def _settings(database_url: str | None = None, data_dir: Path | None = None) -> HubSettings:
     from hub_server.settings import HubSettings
 
-    overrides: dict[str, object] = {}
+    settings = HubSettings()
     if database_url:
-        overrides["database_url"] = database_url
+        settings = settings.model_copy(update={"database_url": database_url})
     if data_dir:
-        overrides["data_dir"] = data_dir
-    return HubSettings(**overrides)  # type: ignore[arg-type]
+        settings = settings.model_copy(update={"data_dir": data_dir})
+    return settings
 
 
-def _hub(database_url: str | None, data_dir: Path | None):  # type: ignore[no-untyped-def]
+def _hub(database_url: str | None, data_dir: Path | None) -> Hub:
     from hub_server.context import Hub
 
     return Hub.from_settings(_settings(database_url, data_dir))

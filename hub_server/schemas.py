@@ -137,7 +137,7 @@ class EvalOut(EvalIn):
 class TokenCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Text = Field(default="", max_length=100)
-    scopes: list[Scope] = Field(default_factory=lambda: ["read"], min_length=1, max_length=3)
+    scopes: list[Scope] = Field(default_factory=lambda: list[Scope](["read"]), min_length=1, max_length=3)
     expires_in_days: int | None = Field(default=None, ge=1, le=3650)
 
 

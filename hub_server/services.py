@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -83,7 +84,8 @@ def latest_version(env: Environment) -> VersionRow | None:
     versions = sorted_versions(env)
     live = [v for v in versions if not v.yanked]
     finals = [v for v in live if not Version(v.version).is_prerelease]
-    return (finals or live or versions or [None])[0]
+    best = finals or live or versions
+    return best[0] if best else None
 
 
 def file_out(env: Environment, f: File) -> schemas.FileOut:
@@ -144,9 +146,7 @@ def env_detail(env: Environment) -> schemas.EnvironmentDetail:
     )
 
 
-def _visible_filter(
-    stmt: Select[tuple[Environment]], principal: Principal | None
-) -> Select[tuple[Environment]]:
+def _visible_filter(stmt: Select[Any], principal: Principal | None) -> Select[Any]:
     if principal is not None and principal.has("admin"):
         return stmt
     if principal is not None and principal.has("read"):
@@ -211,13 +211,15 @@ def search(
     if owner:
         stmt = stmt.where(Owner.name == owner.lower())
     total = session.scalar(select(func.count()).select_from(stmt.subquery())) or 0
-    order = {
+    order: tuple[Any, ...] = {
         "downloads": (Environment.download_count.desc(), Environment.name),
         "stars": (Environment.star_count.desc(), Environment.name),
         "updated": (Environment.updated_at.desc(), Environment.name),
         "name": (Environment.name,),
     }[sort]
-    rows = session.scalars(stmt.order_by(*order).offset((page - 1) * per_page).limit(per_page)).all()
+    rows: Sequence[Environment] = session.scalars(
+        stmt.order_by(*order).offset((page - 1) * per_page).limit(per_page)
+    ).all()
     return schemas.SearchPage(items=[env_summary(e) for e in rows], total=total, page=page, per_page=per_page)
 
 

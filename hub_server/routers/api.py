@@ -12,6 +12,7 @@ from fastapi.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from hub_server import schemas, services
+from hub_server.auth import Principal
 from hub_server.deps import HubDep, PrincipalDep, SessionDep
 from hub_server.services import HubError
 
@@ -46,7 +47,7 @@ _FORM_FIELD_LIMIT = 64 * 1024
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
-def _principal_required(principal: Any) -> Any:
+def _principal_required(principal: Principal | None) -> Principal:
     if principal is None:
         raise HubError(401, "this needs a token (Authorization: Bearer <token>)")
     return principal

@@ -7,6 +7,8 @@ token lookup in a worker thread.
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, RedirectResponse, StreamingResponse
@@ -23,7 +25,7 @@ from verifiers.hub.packaging import normalize_name
 
 router = APIRouter(tags=["simple index"])
 
-_INDEX_RESPONSES = {
+_INDEX_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
         "content": {
             "text/html": {},
@@ -77,7 +79,9 @@ async def simple_root(request: Request) -> Response:
     if media is None:
         return _not_acceptable()
     principal = await _principal(hub, request)
-    listing = hub.index.cached_root or await run_in_threadpool(hub.index.load_root)
+    listing = hub.index.cached_root
+    if listing is None:
+        listing = await run_in_threadpool(hub.index.load_root)
     html_, json_ = listing.for_principal(principal)
     return _page_response(json_ if media == JSON_V1 else html_, media, principal is not None)
 
