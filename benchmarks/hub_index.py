@@ -102,9 +102,15 @@ def _ms(value: str, unit: str) -> float:
     return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}[unit]
 
 
-def run_wrk(url: str, duration: int, connections: int) -> Result:
+PIP_ACCEPT = (
+    "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01"
+)
+
+
+def run_wrk(url: str, duration: int, connections: int, accept: str | None = None) -> Result:
+    headers = ["-H", f"Accept: {accept}"] if accept else []
     out = subprocess.run(
-        ["wrk", "-t2", f"-c{connections}", f"-d{duration}s", "--latency", url],
+        ["wrk", "-t2", f"-c{connections}", f"-d{duration}s", "--latency", *headers, url],
         capture_output=True,
         text=True,
         check=True,
@@ -120,7 +126,9 @@ def run_wrk(url: str, duration: int, connections: int) -> Result:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
@@ -130,7 +138,10 @@ def main() -> int:
         return 2
     pypi_server = shutil.which("pypi-server") or str(Path(sys.executable).parent / "pypi-server")
     if not Path(pypi_server).exists() or importlib.util.find_spec("waitress") is None:
-        print("pypiserver + waitress are not installed: pip install 'pypiserver[cache]' waitress", file=sys.stderr)
+        print(
+            "pypiserver + waitress are not installed: pip install 'pypiserver[cache]' waitress",
+            file=sys.stderr,
+        )
         return 2
 
     procs: list[subprocess.Popen[bytes]] = []
@@ -165,7 +176,9 @@ def main() -> int:
             )
             hub_url = f"http://127.0.0.1:{hub_port}"
             wait_http(f"{hub_url}/healthz", procs[-1])
-            with httpx.Client(base_url=hub_url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as c:
+            with httpx.Client(
+                base_url=hub_url, headers={"Authorization": f"Bearer {token}"}, timeout=60
+            ) as c:
                 for (name, _), ((wn, wb), (sn, sb)) in dists.items():
                     r = c.post(
                         f"/api/v1/environments/bench/{name}/versions",
@@ -177,8 +190,25 @@ def main() -> int:
             pypi_port = free_port()
             procs.append(
                 subprocess.Popen(
-                    [pypi_server, "run", "-p", str(pypi_port), "-i", "127.0.0.1", "--server", "auto",
-                     "--backend", "cached-dir", "-a", ".", "-P", ".", "--log-stream", "none", str(packages)],
+                    [
+                        pypi_server,
+                        "run",
+                        "-p",
+                        str(pypi_port),
+                        "-i",
+                        "127.0.0.1",
+                        "--server",
+                        "auto",
+                        "--backend",
+                        "cached-dir",
+                        "-a",
+                        ".",
+                        "-P",
+                        ".",
+                        "--log-stream",
+                        "none",
+                        str(packages),
+                    ],
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
                 )
@@ -191,12 +221,19 @@ def main() -> int:
             for base in (hub_url, pypi_url):  # same content on both, and warm caches
                 for path in paths.values():
                     page = httpx.get(base + path).text
-                    assert ("bench-env-00" in page) if path == "/simple/" else (page.count("<a ") == 10), (base, path)
+                    assert ("bench-env-00" in page) if path == "/simple/" else (page.count("<a ") == 10), (
+                        base,
+                        path,
+                    )
 
             results: dict[tuple[str, str], Result] = {}
             for label, path in paths.items():
                 for server, base in (("hub", hub_url), ("pypiserver", pypi_url)):
                     results[(server, label)] = run_wrk(base + path, args.duration, args.connections)
+            # What pip actually asks for (PEP 691 JSON); pypiserver only serves HTML, so hub only.
+            pip_json = run_wrk(
+                hub_url + paths["/simple/<project>/"], args.duration, args.connections, PIP_ACCEPT
+            )
         finally:
             for p in procs:
                 p.terminate()
@@ -213,6 +250,9 @@ def main() -> int:
         for server in ("hub", "pypiserver"):
             r = results[(server, label)]
             print(f"{label:<22}{server:<12}{r.rps:>10.0f}{r.p99_ms:>10.2f}")
+    print(
+        f"{'/simple/<project>/':<22}{'hub (JSON)':<12}{pip_json.rps:>10.0f}{pip_json.p99_ms:>10.2f}  (pip's Accept)"
+    )
     print()
     for label, target in TARGETS.items():
         hub, ref = results[("hub", label)], results[("pypiserver", label)]
