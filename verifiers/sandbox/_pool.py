@@ -67,11 +67,20 @@ class SandboxPool:
             return
         self._started = True
         await self.backend.start()
-        creations = [self._spawn(self._create_one()) for _ in range(self.size)]
-        if wait:
-            await asyncio.gather(*creations, return_exceptions=True)
-            if self._ready.empty() and self._last_error is not None:
-                raise SandboxError(f"sandbox pool could not start: {self._last_error}") from self._last_error
+        pending: set[asyncio.Future[Any]] = {self._spawn(self._create_one()) for _ in range(self.size)}
+        if not wait:
+            return
+        failed = asyncio.ensure_future(self._error_event.wait())
+        try:
+            while pending and not failed.done():
+                _, pending = await asyncio.wait(pending | {failed}, return_when=asyncio.FIRST_COMPLETED)
+                pending.discard(failed)
+        finally:
+            failed.cancel()
+        if self._error_event.is_set():
+            error = self._last_error
+            await self.close()
+            raise SandboxError(f"sandbox pool could not start: {error}") from error
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coro)
