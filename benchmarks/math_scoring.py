@@ -6,10 +6,13 @@ some behind a closed ``<think>`` block. The pairs arrive as one interleaved stre
 groups finishing in any order), which is the order both scorers see unless ``--order grouped``.
 
 In the same run it scores every pair
-1. through ``MathRubric`` (``score_rollout`` per pair, ``--concurrency`` in flight, warm worker pool);
-2. through a plain single-process loop: the same answer extraction, then
+1. through ``MathRubric`` (``score_rollout`` per pair, ``--concurrency`` in flight, a fresh rubric whose
+   workers are started and warm before the clock starts; pool start-up is printed separately);
+2. through a plain single-process loop in a fresh interpreter: the same answer extraction, then
    ``verify(parse("\\boxed{gold}"), parse("\\boxed{answer}"))`` per pair;
-and prints items/s for both, their ratio, and the agreement (exit status 1 on any disagreement).
+and prints items/s for both, their ratio, and the agreement (exit status 1 on any disagreement). The two
+are run ``--repeat`` times, interleaved, because other work on the machine skews single runs; the
+median of the paired ratios is the headline figure.
 
 Target on a 2-core machine: MathRubric >= 3x the plain loop, identical verdicts on every pair.
 
@@ -20,11 +23,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 import random
+import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 
 Variant = tuple[str, list[str], list[str]]  # gold, right notations, wrong answers
 
@@ -168,9 +177,25 @@ def plain_loop(pairs: list[tuple[str, str]]) -> tuple[list[bool], float]:
     return out, time.perf_counter() - t0
 
 
-async def rubric_run(
-    pairs: list[tuple[str, str]], workers: int, concurrency: int
-) -> tuple[list[bool], float, float, object]:
+def _proc_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of a live process, from /proc (0 where unavailable)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+@dataclass
+class RubricRun:
+    verdicts: list[bool]
+    elapsed: float
+    startup: float
+    cpu: float  # parent + workers, scoring only (start-up excluded)
+    stats: object
+
+
+async def rubric_run(pairs: list[tuple[str, str]], workers: int, concurrency: int) -> RubricRun:
     from verifiers.rubrics import MathRubric
     from verifiers.types import State
 
@@ -201,15 +226,27 @@ async def rubric_run(
         async with sem:
             await rubric.score_rollout(state)
 
+    pids = rubric.pool.worker_pids()
+    cpu0 = time.process_time() + sum(_proc_cpu(p) for p in pids)
     t0 = time.perf_counter()
     await asyncio.gather(*(one(s) for s in states))
     elapsed = time.perf_counter() - t0
+    cpu = time.process_time() + sum(_proc_cpu(p) for p in pids) - cpu0
     stats = rubric.pool.stats
     await rubric.teardown()
     errors = [s["error"] for s in states if s.get("error")]
     if errors:
         print(f"!! {len(errors)} scoring errors, e.g. {errors[0]}")
-    return [s.get("reward") == 1.0 for s in states], elapsed, startup, stats
+    return RubricRun([s.get("reward") == 1.0 for s in states], elapsed, startup, cpu, stats)
+
+
+def plain_in_subprocess(args: argparse.Namespace) -> tuple[list[bool], float, float]:
+    """The plain loop in a fresh interpreter (cold sympy caches, like a fresh worker pool)."""
+    cmd = [sys.executable, __file__, "--phase", "plain", "--n", str(args.n), "--rollouts", str(args.rollouts)]
+    cmd += ["--order", args.order, "--seed", str(args.seed)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    data = json.loads(out.stdout.strip().splitlines()[-1])
+    return data["verdicts"], data["elapsed"], data["cpu"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -220,35 +257,53 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--concurrency", type=int, default=256, help="rollouts being scored at once")
     ap.add_argument("--order", choices=["stream", "grouped"], default="stream")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeat", type=int, default=3, help="interleaved rubric/plain runs (machine noise)")
+    ap.add_argument("--phase", choices=["both", "plain"], default="both", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
     pairs = make_pairs(args.n, args.rollouts, args.seed, args.order)
+    if args.phase == "plain":
+        c0 = time.process_time()
+        verdicts, elapsed = plain_loop(pairs)
+        print(json.dumps({"verdicts": verdicts, "elapsed": elapsed, "cpu": time.process_time() - c0}))
+        return 0
     print(
         f"{len(pairs)} pairs, {len({g for _, g in pairs})} distinct answers, "
-        f"{len(set(pairs))} distinct (completion, answer) pairs, order={args.order}"
+        f"{len(set(pairs))} distinct (completion, answer) pairs, order={args.order}, "
+        f"{args.workers} workers, {os.cpu_count()} CPUs"
     )
-
-    verdicts, elapsed, startup, stats = asyncio.run(rubric_run(pairs, args.workers, args.concurrency))
-    rubric_rate = len(pairs) / elapsed
+    ratios: list[float] = []
+    best_rubric = best_plain = 0.0
+    disagreements = 0
+    for run in range(1, args.repeat + 1):
+        t0 = time.perf_counter()
+        rr = asyncio.run(rubric_run(pairs, args.workers, args.concurrency))
+        verdicts, elapsed, startup, stats = rr.verdicts, rr.elapsed, rr.startup, rr.stats
+        rubric_rate = len(pairs) / elapsed
+        plain, plain_elapsed, plain_cpu = plain_in_subprocess(args)
+        plain_rate = len(pairs) / plain_elapsed
+        ratios.append(rubric_rate / plain_rate)
+        best_rubric, best_plain = max(best_rubric, rubric_rate), max(best_plain, plain_rate)
+        agree = sum(a == b for a, b in zip(verdicts, plain, strict=True))
+        disagreements += len(pairs) - agree
+        print(
+            f"run {run}: MathRubric {rubric_rate:6.1f} items/s ({elapsed:.2f}s, {rr.cpu:.1f} CPU-s; pool start "
+            f"{startup:.2f}s) | "
+            f"plain loop {plain_rate:6.1f} items/s ({plain_elapsed:.2f}s, {plain_cpu:.1f} CPU-s) | "
+            f"{ratios[-1]:.2f}x | agreement {agree}/{len(pairs)} | {time.perf_counter() - t0:.0f}s"
+        )
+        if run == 1:
+            print(f"  pool: {stats}")
+            print(f"  correct {sum(plain)}/{len(pairs)} ({sum(plain) / len(pairs):.0%})")
+        for (completion, gold), a, b in zip(pairs, verdicts, plain, strict=True):
+            if a != b:
+                print(f"  DISAGREE gold={gold!r} completion={completion[-60:]!r} rubric={a} plain={b}")
     print(
-        f"MathRubric ({args.workers} workers): {rubric_rate:8.1f} items/s  ({elapsed:.2f}s; pool start "
-        f"{startup:.2f}s, {len(pairs) / (elapsed + startup):.1f} items/s including it)"
+        f"speed-up: median of paired runs {statistics.median(ratios):.2f}x "
+        f"(runs: {', '.join(f'{r:.2f}x' for r in ratios)}); best vs best {best_rubric / best_plain:.2f}x "
+        f"({best_rubric:.1f} vs {best_plain:.1f} items/s); disagreements: {disagreements}"
     )
-    print(f"  pool: {stats}")
-
-    plain, plain_elapsed = plain_loop(pairs)
-    plain_rate = len(pairs) / plain_elapsed
-    print(f"plain parse+verify loop:   {plain_rate:8.1f} items/s  ({plain_elapsed:.2f}s)")
-
-    agree = sum(a == b for a, b in zip(verdicts, plain, strict=True))
-    print(
-        f"speed-up {rubric_rate / plain_rate:.2f}x; agreement {agree}/{len(pairs)}; "
-        f"correct {sum(plain)}/{len(pairs)} ({sum(plain) / len(pairs):.0%})"
-    )
-    for (completion, gold), a, b in zip(pairs, verdicts, plain, strict=True):
-        if a != b:
-            print(f"  DISAGREE gold={gold!r} completion={completion[-60:]!r} rubric={a} plain={b}")
-    return 0 if agree == len(pairs) else 1
+    return 0 if disagreements == 0 else 1
 
 
 if __name__ == "__main__":

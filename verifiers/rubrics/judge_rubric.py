@@ -15,6 +15,7 @@ the reference answer.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import re
 from collections import OrderedDict
@@ -225,7 +226,7 @@ class JudgeRubric(Rubric):
         if not shared:
             task = loop.create_task(self._ask(prompt))
             self._inflight[prompt] = task
-            task.add_done_callback(lambda t, p=prompt: self._finished(p, t))
+            task.add_done_callback(functools.partial(self._finished, prompt))
         assert task is not None
         verdict = await asyncio.shield(task)  # a cancelled caller leaves the call to the others
         return replace(verdict, cached=True) if shared else verdict
