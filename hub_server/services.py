@@ -383,80 +383,103 @@ def _insert_version(
     keys: dict[str, str],
     visibility: str | None,
 ) -> tuple[int, int]:
+    # A concurrent first publish of the same name (another version) can win the environment row; the
+    # second attempt then finds it and goes on. Any other constraint violation is a real conflict.
+    for attempt in range(2):
+        try:
+            return _insert_once(hub, principal, owner_name, info, keys, visibility)
+        except IntegrityError:
+            conflict = _publish_conflict(hub, info)
+            if conflict is not None:
+                raise conflict from None
+            if attempt == 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _publish_conflict(hub: Hub, info: InspectedUpload) -> HubError | None:
+    with hub.db.read() as session:
+        env = session.scalar(select(Environment).where(Environment.name == info.name))
+        if env is not None and any(Version(v.version) == Version(info.version) for v in env.versions):
+            return _duplicate(info)
+        files = session.scalars(
+            select(File.filename).where(File.filename.in_([info.wheel.filename, info.sdist.filename]))
+        ).all()
+        if files:
+            return HubError(409, f"a file named {files[0]} already exists on the hub")
+    return None
+
+
+def _insert_once(
+    hub: Hub,
+    principal: Principal,
+    owner_name: str,
+    info: InspectedUpload,
+    keys: dict[str, str],
+    visibility: str | None,
+) -> tuple[int, int]:
     now = utcnow()
-    try:
-        with hub.db.write() as session:
-            owner = _owner_or_404(session, owner_name)
-            env = session.scalar(select(Environment).where(Environment.name == info.name))
-            _name_taken(env, owner)
-            if env is None:
-                env = Environment(
-                    owner_id=owner.id,
-                    name=info.name,
-                    description=info.summary,
-                    visibility=visibility or hub.settings.default_visibility,
-                    created_at=now,
-                    updated_at=now,
-                    download_count=0,
-                    star_count=0,
-                )
-                env.tags = [EnvironmentTag(tag=t) for t in info.tags]
-                session.add(env)
-                session.flush()
-            else:
-                if visibility:
-                    env.visibility = visibility
-                env.updated_at = now
-                newest = max((Version(v.version) for v in env.versions), default=None)
-                if newest is None or Version(info.version) > newest:
-                    env.description = info.summary
-                    _set_tags(session, env, info.tags)
-            ver = VersionRow(
-                environment_id=env.id,
-                version=info.version,
-                summary=info.summary,
-                requires_python=info.requires_python,
-                dependencies=info.dependencies,
-                readme=info.readme,
-                readme_content_type=info.readme_content_type,
-                content_hash=info.content_hash,
-                sdist_files=info.sdist_files,
-                yanked=False,
-                yanked_reason="",
-                uploader_id=principal.user_id,
+    with hub.db.write() as session:
+        owner = _owner_or_404(session, owner_name)
+        env = session.scalar(select(Environment).where(Environment.name == info.name))
+        _name_taken(env, owner)
+        if env is None:
+            env = Environment(
+                owner_id=owner.id,
+                name=info.name,
+                description=info.summary,
+                visibility=visibility or hub.settings.default_visibility,
                 created_at=now,
+                updated_at=now,
+                download_count=0,
+                star_count=0,
             )
-            session.add(ver)
-            session.flush()  # the (environment, version) unique constraint decides concurrent publishes
-            for f in (info.wheel, info.sdist):
-                meta = info.core_metadata if f.kind == "bdist_wheel" else None
-                session.add(
-                    File(
-                        version_id=ver.id,
-                        filename=f.filename,
-                        kind=f.kind,
-                        sha256=f.sha256,
-                        size=len(f.data),
-                        blob_key=keys[f.filename],
-                        core_metadata=meta.decode() if meta is not None else None,
-                        core_metadata_sha256=hashlib.sha256(meta).hexdigest() if meta is not None else None,
-                        created_at=now,
-                    )
-                )
-            bump_generation(session)
+            env.tags = [EnvironmentTag(tag=t) for t in info.tags]
+            session.add(env)
             session.flush()
-            return env.id, ver.id
-    except IntegrityError:
-        with hub.db.read() as session:
-            env = session.scalar(select(Environment).where(Environment.name == info.name))
-            if env is not None and any(Version(v.version) == Version(info.version) for v in env.versions):
-                raise _duplicate(info) from None
-            files = session.scalars(
-                select(File.filename).where(File.filename.in_([info.wheel.filename, info.sdist.filename]))
-            ).all()
-            if files:
-                raise HubError(409, f"a file named {files[0]} already exists on the hub") from None
-            raise HubError(409, f"the distribution name {info.name!r} was just taken; retry") from None
+        else:
+            if visibility:
+                env.visibility = visibility
+            env.updated_at = now
+            newest = max((Version(v.version) for v in env.versions), default=None)
+            if newest is None or Version(info.version) > newest:
+                env.description = info.summary
+                _set_tags(session, env, info.tags)
+        ver = VersionRow(
+            environment_id=env.id,
+            version=info.version,
+            summary=info.summary,
+            requires_python=info.requires_python,
+            dependencies=info.dependencies,
+            readme=info.readme,
+            readme_content_type=info.readme_content_type,
+            content_hash=info.content_hash,
+            sdist_files=info.sdist_files,
+            yanked=False,
+            yanked_reason="",
+            uploader_id=principal.user_id,
+            created_at=now,
+        )
+        session.add(ver)
+        session.flush()  # the (environment, version) unique constraint decides concurrent publishes
+        for f in (info.wheel, info.sdist):
+            meta = info.core_metadata if f.kind == "bdist_wheel" else None
+            session.add(
+                File(
+                    version_id=ver.id,
+                    filename=f.filename,
+                    kind=f.kind,
+                    sha256=f.sha256,
+                    size=len(f.data),
+                    blob_key=keys[f.filename],
+                    core_metadata=meta.decode() if meta is not None else None,
+                    core_metadata_sha256=hashlib.sha256(meta).hexdigest() if meta is not None else None,
+                    created_at=now,
+                )
+            )
+        bump_generation(session)
+        session.flush()
+        return env.id, ver.id
 
 
 def _set_tags(session: Session, env: Environment, tags: list[str]) -> None:

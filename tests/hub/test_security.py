@@ -372,3 +372,40 @@ def test_blob_store_rejects_escaping_keys(tmp_path: Path) -> None:
     for key in ("../x", "a/../../x", "/abs", "a//b", ""):
         with pytest.raises(ValueError):
             store.put(key, b"x")
+
+
+def test_concurrent_first_publishes_of_different_versions_both_land(
+    hub: Hub, actors: Actors, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """Two new versions of a not-yet-existing environment race for its row: the loser retries and lands."""
+    from hub_server.auth import authenticate
+
+    barrier = threading.Barrier(2, timeout=30)
+    real_insert = services._insert_once
+    first_call = threading.local()
+
+    def synchronised_insert(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if not getattr(first_call, "done", False):  # line both threads up once; a retry goes straight on
+            first_call.done = True
+            barrier.wait()
+        return real_insert(*args, **kwargs)
+
+    monkeypatch.setattr(services, "_insert_once", synchronised_insert)
+    with hub.db.read() as s:
+        principal, _ = authenticate(s, actors.alice)
+    results: list[str] = []
+
+    def attempt(version: str) -> None:
+        wheel, sdist = Dist(version=version).pair()
+        services.publish(
+            hub, principal, "alice", "demo-env", services.Upload(*wheel), services.Upload(*sdist)
+        )
+        results.append(version)
+
+    threads = [threading.Thread(target=attempt, args=(v,)) for v in ("0.1.0", "0.2.0")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(results) == ["0.1.0", "0.2.0"]
+    assert counts(hub) == (2, 4)
