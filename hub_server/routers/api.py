@@ -14,6 +14,7 @@ from starlette.datastructures import UploadFile
 from hub_server import schemas, services
 from hub_server.auth import Principal
 from hub_server.deps import HubDep, PrincipalDep, SessionDep
+from hub_server.models import Environment, Version
 from hub_server.services import HubError
 
 router = APIRouter(prefix="/api/v1", tags=["api"])
@@ -152,7 +153,7 @@ async def publish_version(
     return _version_detail(env, ver, principal.username if principal else None)
 
 
-def _version_detail(env: Any, ver: Any, uploader: str | None) -> schemas.VersionDetail:
+def _version_detail(env: Environment, ver: Version, uploader: str | None) -> schemas.VersionDetail:
     return schemas.VersionDetail(
         **services.version_out(env, ver).model_dump(),
         environment=env.full_name,
