@@ -1,0 +1,190 @@
+"""Sandbox latency benchmark: cold create, warm exec, destroy, pool lease/release, per backend.
+
+Run:  .venv/bin/python benchmarks/sandbox.py [--backends runsc,bwrap,local] [--execs 50] [--json out.json]
+
+The baseline is a plain ``subprocess.run`` of the same real interpreter on the host, measured in the same
+run, so ratios are comparable across machines. ``bench_scoring_throughput`` is the hook for the code-env
+scoring benchmark: extend it (or add siblings) rather than writing a second harness.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from verifiers.sandbox import (
+    SandboxBackend,
+    SandboxLimits,
+    SandboxPool,
+    available_backends,
+    get_backend,
+)
+from verifiers.sandbox._backends import host_python
+
+TRIVIAL = ["python3", "-c", "pass"]
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
+
+
+def summary(xs: list[float]) -> dict[str, float]:
+    return {
+        "p50_ms": pct(xs, 0.5) * 1e3,
+        "p95_ms": pct(xs, 0.95) * 1e3,
+        "mean_ms": statistics.fmean(xs) * 1e3,
+    }
+
+
+async def timed(fn: Callable[[], Awaitable[Any]], n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        await fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def baseline(n: int) -> dict[str, dict[str, float]]:
+    """Plain host subprocesses of the real interpreter (what a sandbox exec is compared with)."""
+    exe = host_python().executable
+    res = {}
+    for label, argv in (
+        ("python -c pass", [exe, "-c", "pass"]),
+        ("python -I -S -c pass", [exe, "-I", "-S", "-c", "pass"]),
+    ):
+        xs = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            subprocess.run(argv, check=True)
+            xs.append(time.perf_counter() - t0)
+        res[label] = summary(xs)
+    return res
+
+
+async def bench_backend(backend: SandboxBackend, n_execs: int, n_cycles: int) -> dict[str, Any]:
+    limits = SandboxLimits()
+    await backend.start()  # the one-time reaper pass is not part of a create
+    creates, destroys = [], []
+    for _ in range(n_cycles):
+        t0 = time.perf_counter()
+        sb = await backend.create(limits)
+        creates.append(time.perf_counter() - t0)
+        if len(destroys) < n_cycles - 1:
+            t0 = time.perf_counter()
+            await sb.destroy()
+            destroys.append(time.perf_counter() - t0)
+    await sb.exec(TRIVIAL)  # warm-up
+    warm = await timed(lambda: sb.exec(TRIVIAL), n_execs)
+    true_ = await timed(lambda: sb.exec(["true"]), n_execs)
+    t0 = time.perf_counter()
+    await sb.destroy()
+    destroys.append(time.perf_counter() - t0)
+
+    # Pool: time a full lease (acquire, one exec, release); release schedules reset/destroy in the background.
+    async with SandboxPool(backend, size=2, limits=limits) as pool:
+        releases, leases = [], []
+        for _ in range(max(5, n_execs // 5)):
+            t0 = time.perf_counter()
+            async with pool.lease() as psb:
+                await psb.exec(TRIVIAL)
+                t1 = time.perf_counter()
+            releases.append(time.perf_counter() - t1)
+            leases.append(time.perf_counter() - t0)
+    return {
+        "create": summary(creates),
+        "warm_exec_python": summary(warm),
+        "warm_exec_true": summary(true_),
+        "destroy": summary(destroys),
+        "pool_lease_exec_release": summary(leases),
+        "pool_release": summary(releases),
+    }
+
+
+async def bench_scoring_throughput(
+    backend: SandboxBackend, *, n_jobs: int = 24, pool_size: int = 2
+) -> dict[str, float]:
+    """Executions per second of small "run the tests on this solution" jobs through a pool.
+
+    Placeholder workload (write a solution + a test file, run the test) for the code-env scoring
+    benchmark; the code-env owner replaces the job body with the real scorer.
+    """
+    solution = "def add(a, b):\n    return a + b\n"
+    test = "from solution import add\nassert add(2, 3) == 5\nprint('ok')\n"
+
+    async with SandboxPool(backend, size=pool_size) as pool:
+
+        async def job() -> bool:
+            async with pool.lease() as sb:
+                await sb.write_file("solution.py", solution)
+                await sb.write_file("test_solution.py", test)
+                r = await sb.exec(["python3", "test_solution.py"])
+                return r.ok
+
+        t0 = time.perf_counter()
+        results = await asyncio.gather(*(job() for _ in range(n_jobs)))
+        elapsed = time.perf_counter() - t0
+    return {"jobs": n_jobs, "ok": sum(results), "jobs_per_s": n_jobs / elapsed, "pool_size": pool_size}
+
+
+def fmt(s: dict[str, float]) -> str:
+    return f"p50 {s['p50_ms']:8.1f} ms   p95 {s['p95_ms']:8.1f} ms"
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--backends", default=",".join(available_backends()))
+    ap.add_argument("--execs", type=int, default=50)
+    ap.add_argument("--cycles", type=int, default=5, help="create/destroy cycles")
+    ap.add_argument("--scoring", action="store_true", help="also run bench_scoring_throughput")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+
+    report: dict[str, Any] = {
+        "python": host_python().executable,
+        "baseline": baseline(args.execs),
+        "backends": {},
+    }
+    base = report["baseline"]["python -c pass"]["p50_ms"]
+    base_iso = report["baseline"]["python -I -S -c pass"]["p50_ms"]
+    print(f"interpreter: {report['python']}")
+    for label, s in report["baseline"].items():
+        print(f"baseline host subprocess  {label:22s} {fmt(s)}")
+    for name in [n for n in args.backends.split(",") if n]:
+        backend = get_backend(name)
+        r = await bench_backend(backend, args.execs, args.cycles)
+        if args.scoring:
+            r["scoring"] = await bench_scoring_throughput(backend)
+        report["backends"][name] = r
+        warm = r["warm_exec_python"]["p50_ms"]
+        print(f"\n[{name}]")
+        print(f"  cold create               {fmt(r['create'])}")
+        print(
+            f"  warm exec python3 -c pass {fmt(r['warm_exec_python'])}   "
+            f"x{warm / base:.2f} vs host `python -c pass`, x{warm / base_iso:.2f} vs `-I -S`"
+        )
+        print(f"  warm exec /bin/true       {fmt(r['warm_exec_true'])}")
+        print(f"  destroy (direct)          {fmt(r['destroy'])}")
+        print(f"  pool lease+exec+release   {fmt(r['pool_lease_exec_release'])}")
+        print(
+            f"  pool release (caller)     {fmt(r['pool_release'])}   <- reset/destroy run in the background"
+        )
+        if "scoring" in r:
+            print(f"  scoring throughput        {r['scoring']['jobs_per_s']:.1f} jobs/s ({r['scoring']})")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
