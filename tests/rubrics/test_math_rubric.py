@@ -93,7 +93,7 @@ async def test_hostile_completions_score_zero_quickly() -> None:
         assert by_name["balanced_braces_100kb"]["metrics"]["answer_too_long"] == 1.0
         assert by_name["power_tower"]["metrics"]["verify_timeout"] == 1.0
         # 4 runaway items, 2 workers, 1 s each, plus replacements: well under what one bomb costs unbounded
-        assert elapsed < 15, elapsed
+        assert elapsed < 30, elapsed  # bounded even on a loaded machine (respawns included)
     finally:
         await r.teardown()
 

@@ -45,6 +45,8 @@ VerifyStatus = Literal["ok", "timeout", "crashed", "error"]
 VerifySource = Literal["worker", "fast", "cache"]
 
 _WORKER = Path(__file__).with_name("_math_worker.py")
+#: Past this many seconds in the queue an item is taken by the next free worker, gold cached or not.
+_MAX_AFFINITY_WAIT = 0.5
 _INT = re.compile(r"-?(?:0|[1-9][0-9]{0,11})")
 _DEC = re.compile(r"-?[0-9]{1,12}(?:\.[0-9]{1,12})?")
 
@@ -104,6 +106,7 @@ class _Task:
     pred: str
     timeout: float
     waiters: list[cf.Future[VerifyOutcome]] = field(default_factory=list)
+    queued_at: float = field(default_factory=time.monotonic)
 
     @property
     def wanted(self) -> bool:
@@ -148,7 +151,7 @@ class MathVerifyPool:
         *,
         timeout: float = 10.0,
         batch_size: int = 16,
-        cache_size: int = 200_000,
+        cache_size: int = 50_000,
         parse_cache_size: int = 8192,
         memory_limit_mb: int = 4096,
         startup_timeout: float = 120.0,
@@ -275,8 +278,8 @@ class MathVerifyPool:
                 self.stats.cached += 1
                 fut.set_result(VerifyOutcome(hit.correct, hit.status, "cache", 0.0))
                 return fut
-            if self._broken is not None:
-                fut.set_exception(ScoringError(self._broken))
+            if self._broken is not None or self._closed:
+                fut.set_exception(ScoringError(self._broken or "this MathVerifyPool was closed"))
                 return fut
             task = self._inflight.get(key)
             if task is not None:
@@ -327,7 +330,11 @@ class MathVerifyPool:
                 self._enqueue(t, front=True)
 
     def _choose_gold(self, slot: _Slot) -> str:
-        # 1. a gold this worker already parsed; 2. one no other ready worker has; 3. the oldest.
+        # 0. work that has waited too long, whatever it costs to parse; 1. a gold this worker already
+        # parsed; 2. one no other ready worker has; 3. the oldest.
+        oldest = next(iter(self._pending))
+        if time.monotonic() - self._pending[oldest][0].queued_at > _MAX_AFFINITY_WAIT:
+            return oldest
         for gold in self._pending:
             if gold in slot.golds:
                 return gold

@@ -23,6 +23,7 @@ verifier limit as a wrong answer. A worker that dies on an item is always a ``Sc
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -109,7 +110,9 @@ class MathRubric(Rubric):
         self.pool.start()
 
     async def teardown(self) -> None:
-        self.close()
+        if self._owns_pool and self._pool is not None:
+            pool, self._pool = self._pool, None
+            await asyncio.to_thread(pool.close)  # joins worker threads: keep the event loop free
 
     def close(self) -> None:
         """Stop the workers this rubric owns (a later use starts a fresh pool)."""

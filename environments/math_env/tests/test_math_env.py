@@ -146,7 +146,7 @@ async def test_hostile_completions_score_zero_quickly() -> None:
         await env.teardown()
     assert [s["reward"] for s in states] == [0.0] * len(hostile)
     assert all(s["error"] is None for s in states)
-    assert time.monotonic() - t0 < 15
+    assert time.monotonic() - t0 < 30  # bounded: each runaway item is cut at 1 s
 
 
 # --- sources -------------------------------------------------------------------------------------------
