@@ -8,6 +8,10 @@ INTELLECT-3's RL math data (``"intellect3"``, online, needs ``datasets``) or a l
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
+from pydantic import Field, validate_call
+
 import verifiers as vf
 from math_env.sources import DEFAULT_SOLVE_RATE_COLUMN, builder
 
@@ -36,7 +40,7 @@ def make_rubric(
     judge_model: str | None,
     judge_base_url: str | None,
     judge_api_key_var: str | None,
-    judge_verdict_format: str,
+    judge_verdict_format: Literal["yes_no", "abc"],
     verify_timeout: float,
     max_answer_chars: int,
     verify_workers: int | None,
@@ -55,6 +59,7 @@ def make_rubric(
     return vf.HybridMathRubric(judge=vf.JudgeRubric(**judge_kw), **common)  # type: ignore[arg-type]
 
 
+@validate_call  # JSON from `vf-eval -a` is checked and coerced here, at the boundary
 def load_environment(
     source: str = "sample",
     *,
@@ -63,19 +68,19 @@ def load_environment(
     split: str = "train",
     num_examples: int = -1,
     seed: int = 0,
-    difficulty: int = 2,
+    difficulty: Literal[1, 2, 3] = 2,
     solve_rate_column: str = DEFAULT_SOLVE_RATE_COLUMN,
-    min_solve_rate: float | None = None,
-    max_solve_rate: float | None = None,
+    min_solve_rate: Annotated[float, Field(ge=0, le=1)] | None = None,
+    max_solve_rate: Annotated[float, Field(ge=0, le=1)] | None = None,
     system_prompt: str | None = None,
     instruction: str = INSTRUCTION,
     judge_model: str | None = None,
     judge_base_url: str | None = None,
     judge_api_key_var: str | None = None,
-    judge_verdict_format: str = "yes_no",
-    verify_timeout: float = 10.0,
-    max_answer_chars: int = 1000,
-    verify_workers: int | None = None,
+    judge_verdict_format: Literal["yes_no", "abc"] = "yes_no",
+    verify_timeout: Annotated[float, Field(gt=0)] = 10.0,
+    max_answer_chars: Annotated[int, Field(ge=1)] = 1000,
+    verify_workers: Annotated[int, Field(ge=1)] | None = None,
 ) -> vf.Environment:
     """The math-env environment.
 

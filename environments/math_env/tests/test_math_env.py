@@ -254,7 +254,13 @@ def test_argument_errors() -> None:
     with pytest.raises(ValueError, match="solve-rate"):
         load_environment(min_solve_rate=0.2)
     with pytest.raises(ValueError, match="difficulty"):
-        load_environment(source="generated", difficulty=7)
+        load_environment(source="generated", difficulty=7)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="verify_timeout"):
+        load_environment(verify_timeout=0)
+    with pytest.raises(ValueError, match="judge_verdict_format"):
+        load_environment(judge_verdict_format="maybe")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_solve_rate"):
+        load_environment(source=str(FIXTURE), max_solve_rate=8)
     with pytest.raises(EnvArgumentError, match="bogus"):
         vf.load_environment("math-env", bogus=1)
 

@@ -7,6 +7,10 @@ multiple-choice answers by their option letter (see ``science_env.rubric``).
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
+from pydantic import Field, validate_call
+
 import verifiers as vf
 from science_env.answers import choice_letter, classify, normalize_words, strip_units
 from science_env.rubric import ScienceRubric
@@ -41,6 +45,7 @@ class ScienceEnv(vf.SingleTurnEnv):
             await super().teardown()
 
 
+@validate_call  # JSON from `vf-eval -a` is checked and coerced here, at the boundary
 def load_environment(
     source: str = "sample",
     *,
@@ -49,17 +54,17 @@ def load_environment(
     split: str = "train",
     num_examples: int = -1,
     solve_rate_column: str = DEFAULT_SOLVE_RATE_COLUMN,
-    min_solve_rate: float | None = None,
-    max_solve_rate: float | None = None,
+    min_solve_rate: Annotated[float, Field(ge=0, le=1)] | None = None,
+    max_solve_rate: Annotated[float, Field(ge=0, le=1)] | None = None,
     system_prompt: str | None = None,
     instruction: str = INSTRUCTION,
     judge_model: str | None = None,
     judge_base_url: str | None = None,
     judge_api_key_var: str | None = None,
-    judge_verdict_format: str = "yes_no",
-    verify_timeout: float = 10.0,
-    max_answer_chars: int = 1000,
-    verify_workers: int | None = None,
+    judge_verdict_format: Literal["yes_no", "abc"] = "yes_no",
+    verify_timeout: Annotated[float, Field(gt=0)] = 10.0,
+    max_answer_chars: Annotated[int, Field(ge=1)] = 1000,
+    verify_workers: Annotated[int, Field(ge=1)] | None = None,
 ) -> vf.Environment:
     """The science-env environment.
 

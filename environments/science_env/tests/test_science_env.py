@@ -309,6 +309,8 @@ def test_argument_errors_and_defaults() -> None:
         load_environment(max_solve_rate=0.5)
     with pytest.raises(EnvArgumentError):
         vf.load_environment("science-env", difficulty=2)
+    with pytest.raises(ValueError, match="verify_workers"):
+        load_environment(verify_workers=0)
     env = load_environment()
     assert isinstance(env, ScienceEnv) and isinstance(env.rubric, ScienceRubric) and env.rubric.judge is None
     assert env.select_rows(1)[0]["prompt"][0]["role"] == "user"
