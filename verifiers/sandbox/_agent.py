@@ -29,7 +29,6 @@ import select
 import signal
 import stat
 import struct
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -45,6 +44,25 @@ PR_SET_NO_NEW_PRIVS = 38
 
 class ProtocolEOF(Exception):
     """The host closed the control pipe."""
+
+
+class Spare:
+    """A process forked ahead of time for the next command: already in its own session, under the
+    sandbox user and its rlimits, waiting on a pipe for what to exec. Forking is the expensive part
+    of starting a command (especially under gVisor), so it happens while the host is idle."""
+
+    def __init__(self, pid: int, fds: dict[str, int]) -> None:
+        self.pid = pid
+        self.cmd_w = fds["cmd_w"]
+        self.err_r = fds["err_r"]
+        self.out_r = fds["out_r"]
+        self.err_out_r = fds["err_out_r"]
+        self.in_w = fds["in_w"]
+
+    def close(self) -> None:
+        for fd in (self.cmd_w, self.err_r, self.out_r, self.err_out_r, self.in_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def _read_exact(fd: int, n: int) -> bytes:
@@ -80,6 +98,7 @@ class Agent:
         # The command being run and, once reaped, its wait status.
         self.watched: int | None = None
         self.watched_status: int | None = None
+        self.spare: Spare | None = None
 
         # The protocol uses private copies of fds 0/1; the originals point at /dev/null and stderr so that
         # nothing printed by accident can corrupt the stream.
@@ -117,6 +136,7 @@ class Agent:
         os._exit(0)
 
     def serve(self) -> None:
+        self.prefork()
         self.send({"ok": True, "op": "hello", "pid": os.getpid(), "pidns": self.pidns})
         while True:
             try:
@@ -140,6 +160,7 @@ class Agent:
             except Exception as exc:
                 reply, out = {"ok": False, "kind": type(exc).__name__, "error": str(exc)}, b""
             self.send(reply, out)
+            self.prefork()
         self.kill_all()
 
     def recv(self) -> tuple[dict[str, Any], bytes]:
@@ -217,6 +238,9 @@ class Agent:
 
     def kill_all(self) -> None:
         """SIGKILL every process of the sandbox except the agent itself, and reap them."""
+        if self.spare is not None:
+            self.spare.close()
+            self.spare = None
         give_up = time.monotonic() + KILL_GRACE_S
         while True:
             if self.pidns:
@@ -236,13 +260,57 @@ class Agent:
                 return
             time.sleep(0.0005)
 
-    def _child_setup(self) -> None:
-        # Runs in the forked child, after the uid switch and before exec: only lowering limits from here.
+    def take_spare(self) -> Spare:
+        if self.spare is None:
+            self.prefork()
+        spare = self.spare
+        assert spare is not None
+        self.spare = None
+        return spare
+
+    def prefork(self) -> None:
+        if self.spare is not None:
+            return
+        cmd_r, cmd_w = os.pipe()
+        err_r, err_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_out_r, err_out_w = os.pipe()
+        in_r, in_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child never returns
+            try:
+                for fd in (cmd_w, err_r, out_r, err_out_r, in_w, self.rfd, self.wfd, self.sig_r, self.sig_w):
+                    os.close(fd)
+                self._become_command(cmd_r, err_w, in_r, out_w, err_out_w)
+            except BaseException as exc:
+                code = 127 if isinstance(exc, FileNotFoundError) else 126
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else repr(exc)
+                with contextlib.suppress(BaseException):
+                    os.write(err_w, f"{code}:{reason}".encode())
+            os._exit(127)
+        for fd in (cmd_r, err_w, out_w, err_out_w, in_r):
+            os.close(fd)
+        fds = {"cmd_w": cmd_w, "err_r": err_r, "out_r": out_r, "err_out_r": err_out_r, "in_w": in_w}
+        self.spare = Spare(pid, fds)
+
+    def _become_command(self, cmd_r: int, err_w: int, in_r: int, out_w: int, err_out_w: int) -> None:
+        """In the spare: drop to the sandbox user and its limits, wait for a command, exec it."""
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(sig, signal.SIG_DFL)
+        # Python ignores these; an exec'd program must get the default behaviour (e.g. `yes | head`).
+        for name in ("SIGPIPE", "SIGXFSZ", "SIGXFZ"):
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), signal.SIG_DFL)
+        os.setsid()
+        if os.geteuid() == 0 and self.uid is not None:
+            gid = self.gid if self.gid is not None else self.uid
+            os.setgroups([])
+            os.setresgid(gid, gid, gid)
+            os.setresuid(self.uid, self.uid, self.uid)
         lim = self.limits
-        mem = lim["memory_mb"] * 1024 * 1024
         pairs = [
-            (resource.RLIMIT_AS, mem),
-            (resource.RLIMIT_CPU, lim["cpu_s"]),
+            (resource.RLIMIT_AS, lim["memory_mb"] * 1024 * 1024),
             (resource.RLIMIT_FSIZE, lim["max_file_mb"] * 1024 * 1024),
             (resource.RLIMIT_NPROC, lim["max_procs"] + self.nproc_extra),
             (resource.RLIMIT_NOFILE, lim["max_open_files"]),
@@ -250,14 +318,27 @@ class Agent:
         ]
         for res, value in pairs:
             with contextlib.suppress(ValueError, OSError):
-                if res == resource.RLIMIT_CPU:
-                    # SIGXCPU at the soft limit, SIGKILL one second later if it is caught.
-                    resource.setrlimit(res, (value, value + 1))
-                else:
-                    resource.setrlimit(res, (value, value))
+                resource.setrlimit(res, (value, value))
         if self.libc is not None:
             self.libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         os.umask(0o022)
+        data = b""
+        while chunk := os.read(cmd_r, 65536):
+            data += chunk
+        if not data:
+            os._exit(0)  # discarded spare
+        req = json.loads(data)
+        # CPU seconds count from here, not from the fork. SIGXCPU at the limit, SIGKILL a second later.
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_CPU, (lim["cpu_s"], lim["cpu_s"] + 1))
+        os.chdir(req["cwd"])
+        for src, dst in ((in_r, 0), (out_w, 1), (err_out_w, 2)):
+            os.dup2(src, dst)
+        for fd in (in_r, out_w, err_out_w, cmd_r):
+            os.close(fd)
+        os.closerange(3, err_w)
+        os.closerange(err_w + 1, 4096)
+        os.execvpe(req["argv"][0], req["argv"], req["env"])
 
     def op_exec(self, hdr: dict[str, Any], blob: bytes) -> tuple[dict[str, Any], bytes]:
         argv = [str(a) for a in hdr["argv"]]
@@ -272,42 +353,37 @@ class Agent:
             cwd = self.resolve(hdr.get("cwd") or ".")
             if not os.path.isdir(cwd):
                 raise NotADirectoryError(errno.ENOTDIR, "working directory does not exist", hdr.get("cwd"))
-        kwargs: dict[str, Any] = {}
-        if os.geteuid() == 0 and self.uid is not None:
-            kwargs = {"user": self.uid, "group": self.gid, "extra_groups": []}
-        try:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=cwd,
-                env=env,
-                start_new_session=True,
-                preexec_fn=self._child_setup,
-                close_fds=True,
-                **kwargs,
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            code = 127 if isinstance(exc, FileNotFoundError) else 126
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        spare = self.take_spare()
+        # Hand the command to the pre-forked process; it reports an exec failure on its error pipe, or
+        # closes it (close-on-exec) once the program runs.
+        _write_all(spare.cmd_w, json.dumps({"argv": argv, "env": env, "cwd": cwd}).encode())
+        os.close(spare.cmd_w)
+        failure = b""
+        while chunk := os.read(spare.err_r, 4096):
+            failure += chunk
+        os.close(spare.err_r)
+        self.watched, self.watched_status = spare.pid, None
+        out_fd, err_fd, in_fd = spare.out_r, spare.err_out_r, spare.in_w
+        if failure:
+            for fd in (out_fd, err_fd, in_fd):
+                os.close(fd)
+            self.kill_all()
+            self.watched = None
+            code_s, _, reason = failure.decode(errors="replace").partition(":")
             msg = f"vf-sandbox: cannot run {argv[0]!r}: {reason}\n".encode()
-            return self._result(code, None, False, False, False, b"", msg, start, False, False)
+            return self._result(int(code_s or 126), None, False, False, False, b"", msg, start, False, False)
 
-        out_fd = proc.stdout.fileno()  # type: ignore[union-attr]
-        err_fd = proc.stderr.fileno()  # type: ignore[union-attr]
-        in_fd = proc.stdin.fileno() if proc.stdin is not None else None
-        for fd in (out_fd, err_fd) + ((in_fd,) if in_fd is not None else ()):
+        for fd in (out_fd, err_fd, in_fd):
             os.set_blocking(fd, False)
         bufs = {out_fd: bytearray(), err_fd: bytearray()}
         trunc = {out_fd: False, err_fd: False}
         open_readers = {out_fd, err_fd}
         pending = memoryview(stdin_data or b"")
-        if in_fd is not None and not pending:
-            proc.stdin.close()  # type: ignore[union-attr]
-            in_fd = None
+        in_open: int | None = in_fd
+        if not pending:
+            os.close(in_fd)
+            in_open = None
         deadline = start + timeout
-        self.watched, self.watched_status = proc.pid, None
         timed_out = cancelled = False
         killed_at: float | None = None
         host_gone = False
@@ -330,7 +406,7 @@ class Agent:
                 break
             wait = (deadline - now) if killed_at is None else max(0.0, killed_at + KILL_GRACE_S - now)
             rlist = [*open_readers, self.sig_r, self.rfd]
-            wlist = [in_fd] if in_fd is not None else []
+            wlist = [in_open] if in_open is not None else []
             try:
                 readable, writable, _ = select.select(rlist, wlist, [], max(wait, 0.0))
             except InterruptedError:
@@ -365,22 +441,22 @@ class Agent:
                 if len(chunk) > room:
                     # Keep draining (so the command does not block on a full pipe) but keep nothing more.
                     trunc[fd] = True
-            if in_fd is not None and in_fd in writable:
+            if in_open is not None and in_open in writable:
                 try:
-                    n = os.write(in_fd, pending[:65536])
+                    n = os.write(in_open, pending[:65536])
                     pending = pending[n:]
                 except BlockingIOError:
                     pass
-                except (BrokenPipeError, OSError):
+                except OSError:
                     pending = memoryview(b"")
                 if not pending:
-                    proc.stdin.close()  # type: ignore[union-attr]
-                    in_fd = None
+                    os.close(in_open)
+                    in_open = None
 
-        for f in (proc.stdin, proc.stdout, proc.stderr):
-            if f is not None:
+        for fd in (out_fd, err_fd, in_open):
+            if fd is not None:
                 with contextlib.suppress(OSError):
-                    f.close()
+                    os.close(fd)
         if status is None:
             self.kill_all()
             status = self.watched_status
@@ -394,7 +470,6 @@ class Agent:
             code = -sig
         else:
             code = os.waitstatus_to_exitcode(status)
-        proc.returncode = code if code is not None else -9
         if host_gone:
             raise ProtocolEOF
         return self._result(
