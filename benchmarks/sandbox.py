@@ -56,24 +56,8 @@ async def timed(fn: Callable[[], Awaitable[Any]], n: int) -> list[float]:
     return out
 
 
-def baseline(n: int) -> dict[str, dict[str, float]]:
-    """Plain host subprocesses of the real interpreter (what a sandbox exec is compared with)."""
-    exe = host_python().executable
-    res = {}
-    for label, argv in (
-        ("python -c pass", [exe, "-c", "pass"]),
-        ("python -I -S -c pass", [exe, "-I", "-S", "-c", "pass"]),
-    ):
-        xs = []
-        for _ in range(n):
-            t0 = time.perf_counter()
-            subprocess.run(argv, check=True)
-            xs.append(time.perf_counter() - t0)
-        res[label] = summary(xs)
-    return res
-
-
-async def bench_backend(backend: SandboxBackend, n_execs: int, n_cycles: int) -> dict[str, Any]:
+async def bench_lifecycle(backend: SandboxBackend, n_cycles: int, n_leases: int) -> dict[str, Any]:
+    """Cold create, direct destroy, and pool lease/release of one backend."""
     limits = SandboxLimits()
     await backend.start()  # the one-time reaper pass is not part of a create
     creates, destroys = [], []
@@ -81,21 +65,13 @@ async def bench_backend(backend: SandboxBackend, n_execs: int, n_cycles: int) ->
         t0 = time.perf_counter()
         sb = await backend.create(limits)
         creates.append(time.perf_counter() - t0)
-        if len(destroys) < n_cycles - 1:
-            t0 = time.perf_counter()
-            await sb.destroy()
-            destroys.append(time.perf_counter() - t0)
-    await sb.exec(TRIVIAL)  # warm-up
-    warm = await timed(lambda: sb.exec(TRIVIAL), n_execs)
-    true_ = await timed(lambda: sb.exec(["true"]), n_execs)
-    t0 = time.perf_counter()
-    await sb.destroy()
-    destroys.append(time.perf_counter() - t0)
-
-    # Pool: time a full lease (acquire, one exec, release); release schedules reset/destroy in the background.
+        t0 = time.perf_counter()
+        await sb.destroy()
+        destroys.append(time.perf_counter() - t0)
+    # Pool: a full lease (acquire, one exec, release); release schedules reset/destroy in the background.
     async with SandboxPool(backend, size=2, limits=limits) as pool:
         releases, leases = [], []
-        for _ in range(max(5, n_execs // 5)):
+        for _ in range(n_leases):
             t0 = time.perf_counter()
             async with pool.lease() as psb:
                 await psb.exec(TRIVIAL)
@@ -104,12 +80,40 @@ async def bench_backend(backend: SandboxBackend, n_execs: int, n_cycles: int) ->
             leases.append(time.perf_counter() - t0)
     return {
         "create": summary(creates),
-        "warm_exec_python": summary(warm),
-        "warm_exec_true": summary(true_),
         "destroy": summary(destroys),
         "pool_lease_exec_release": summary(leases),
         "pool_release": summary(releases),
     }
+
+
+async def bench_warm_exec(backends: list[SandboxBackend], n: int) -> dict[str, dict[str, dict[str, float]]]:
+    """Warm exec latency, interleaved with the host baseline: round i runs one baseline subprocess and one
+    exec in each backend, so load from elsewhere on the machine hits every series alike."""
+    exe = host_python().executable
+    sandboxes = {b.name: await b.create(SandboxLimits()) for b in backends}
+    series: dict[str, dict[str, list[float]]] = {"host": {"python": [], "python -I -S": [], "true": []}}
+    series.update({name: {"python": [], "true": []} for name in sandboxes})
+    try:
+        for sb in sandboxes.values():
+            await sb.exec(TRIVIAL)  # warm-up
+        for _ in range(n):
+            for label, argv in (
+                ("python", [exe, "-c", "pass"]),
+                ("python -I -S", [exe, "-I", "-S", "-c", "pass"]),
+                ("true", ["true"]),
+            ):
+                t0 = time.perf_counter()
+                await asyncio.to_thread(subprocess.run, argv, check=True)
+                series["host"][label].append(time.perf_counter() - t0)
+            for name, sb in sandboxes.items():
+                for label, argv in (("python", TRIVIAL), ("true", ["true"])):
+                    t0 = time.perf_counter()
+                    await sb.exec(argv)
+                    series[name][label].append(time.perf_counter() - t0)
+    finally:
+        for sb in sandboxes.values():
+            await sb.destroy()
+    return {name: {label: summary(xs) for label, xs in d.items()} for name, d in series.items()}
 
 
 async def bench_scoring_throughput(
@@ -145,36 +149,36 @@ def fmt(s: dict[str, float]) -> str:
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backends", default=",".join(available_backends()))
-    ap.add_argument("--execs", type=int, default=50)
+    ap.add_argument("--execs", type=int, default=50, help="interleaved warm-exec rounds")
     ap.add_argument("--cycles", type=int, default=5, help="create/destroy cycles")
     ap.add_argument("--scoring", action="store_true", help="also run bench_scoring_throughput")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
 
-    report: dict[str, Any] = {
-        "python": host_python().executable,
-        "baseline": baseline(args.execs),
-        "backends": {},
-    }
-    base = report["baseline"]["python -c pass"]["p50_ms"]
-    base_iso = report["baseline"]["python -I -S -c pass"]["p50_ms"]
-    print(f"interpreter: {report['python']}")
-    for label, s in report["baseline"].items():
-        print(f"baseline host subprocess  {label:22s} {fmt(s)}")
-    for name in [n for n in args.backends.split(",") if n]:
-        backend = get_backend(name)
-        r = await bench_backend(backend, args.execs, args.cycles)
+    backends = [get_backend(n) for n in args.backends.split(",") if n]
+    warm = await bench_warm_exec(backends, args.execs)
+    report: dict[str, Any] = {"python": host_python().executable, "warm_exec": warm, "backends": {}}
+    host = warm["host"]
+    print(f"interpreter: {report['python']}   (warm execs: {args.execs} interleaved rounds)")
+    print(f"baseline host subprocess.run  python -c pass        {fmt(host['python'])}")
+    print(f"baseline host subprocess.run  python -I -S -c pass  {fmt(host['python -I -S'])}")
+    print(f"baseline host subprocess.run  true                  {fmt(host['true'])}")
+    for backend in backends:
+        name = backend.name
+        r = await bench_lifecycle(backend, args.cycles, max(5, args.execs // 5))
         if args.scoring:
             r["scoring"] = await bench_scoring_throughput(backend)
         report["backends"][name] = r
-        warm = r["warm_exec_python"]["p50_ms"]
+        w = warm[name]
         print(f"\n[{name}]")
         print(f"  cold create               {fmt(r['create'])}")
         print(
-            f"  warm exec python3 -c pass {fmt(r['warm_exec_python'])}   "
-            f"x{warm / base:.2f} vs host `python -c pass`, x{warm / base_iso:.2f} vs `-I -S`"
+            f"  warm exec python3 -c pass {fmt(w['python'])}   x{w['python']['p50_ms'] / host['python']['p50_ms']:.2f} "
+            f"vs host `python -c pass`, x{w['python']['p50_ms'] / host['python -I -S']['p50_ms']:.2f} vs `-I -S`"
         )
-        print(f"  warm exec /bin/true       {fmt(r['warm_exec_true'])}")
+        print(
+            f"  warm exec true            {fmt(w['true'])}   x{w['true']['p50_ms'] / host['true']['p50_ms']:.2f} vs host `true`"
+        )
         print(f"  destroy (direct)          {fmt(r['destroy'])}")
         print(f"  pool lease+exec+release   {fmt(r['pool_lease_exec_release'])}")
         print(
