@@ -416,8 +416,8 @@ class Agent:
                     os.read(self.sig_r, 4096)
             if self.rfd in readable:
                 try:
-                    msg, _ = self.recv()
-                    if msg.get("op") == "cancel" and killed_at is None:
+                    ctl, _blob = self.recv()
+                    if ctl.get("op") == "cancel" and killed_at is None:
                         cancelled = True
                         self.kill_all()
                         killed_at = time.monotonic()
@@ -453,10 +453,11 @@ class Agent:
                     os.close(in_open)
                     in_open = None
 
-        for fd in (out_fd, err_fd, in_open):
-            if fd is not None:
+        leftover: list[int | None] = [out_fd, err_fd, in_open]
+        for maybe_fd in leftover:
+            if maybe_fd is not None:
                 with contextlib.suppress(OSError):
-                    os.close(fd)
+                    os.close(maybe_fd)
         if status is None:
             self.kill_all()
             status = self.watched_status
