@@ -230,7 +230,10 @@ def install_from_hub(
     """
     parsed = parse_env_spec(spec)
     own_client = client is None
-    client = client or HubClient(url=url, token=token)
+    try:
+        client = client or HubClient(url=url, token=token)
+    except HubClientError as exc:  # no httpx, or a malformed URL
+        raise HubInstallError(f"cannot install {spec}: {exc}") from None
     try:
         return _install(
             client, parsed.owner, parsed.name, parsed.specifier, upgrade, python, installer, frozenset()
