@@ -46,7 +46,7 @@ VerifySource = Literal["worker", "fast", "cache"]
 
 _WORKER = Path(__file__).with_name("_math_worker.py")
 #: Past this many seconds in the queue an item is taken by the next free worker, gold cached or not.
-_MAX_AFFINITY_WAIT = 0.5
+_MAX_AFFINITY_WAIT = 2.0
 _INT = re.compile(r"-?(?:0|[1-9][0-9]{0,11})")
 _DEC = re.compile(r"-?[0-9]{1,12}(?:\.[0-9]{1,12})?")
 
