@@ -198,6 +198,39 @@ def test_uv_installs_from_the_index(
     assert (result.installer, result.version) == ("uv", "0.1.0")
 
 
+def test_vf_install_command_from_the_hub(
+    live_hub: LiveHub, token: str, tmp_path: Path, make_venv: Callable[[str], Path]
+) -> None:
+    """The user's path: `vf-install owner/name@spec` in a fresh environment, then again (already there)."""
+    project = make_project(tmp_path / "src")
+    assert vf_push(project, live_hub.url, token).returncode == 0
+    py = make_venv("cli-venv")
+    env = {
+        **clean_pip_env(),
+        "VF_HUB_CONFIG": os.devnull,
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    }
+    cmd = [str(py), "-m", "verifiers.cli.install", "alice/demo-env@>=0.1", "--hub-url", live_hub.url]
+    first = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "installed: alice/demo-env 0.1.0" in first.stdout and "content hash" in first.stdout
+    run = subprocess.run(
+        [str(py), "-c", LOAD_CHECK.format(module="demo_env")], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    second = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert second.returncode == 0 and "already installed" in second.stdout
+    missing = subprocess.run(
+        [str(py), "-m", "verifiers.cli.install", "alice/no-such-env", "--hub-url", live_hub.url],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert missing.returncode != 0
+    assert "Traceback" not in missing.stderr and "no-such-env" in missing.stderr
+
+
 def test_private_environment_needs_the_token(
     live_hub: LiveHub, token: str, tmp_path: Path, make_venv: Callable[[str], Path]
 ) -> None:

@@ -712,3 +712,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 __all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_USAGE", "app", "main"]
+
+
+if __name__ == "__main__":
+    main()

@@ -102,3 +102,7 @@ def init_command(
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     run_command(PROG, app, argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -8,7 +8,6 @@ interpreter: ``import <module>; <module>.load_environment`` must work.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -20,7 +19,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from verifiers.cli._common import EXIT_FAILED, EXIT_USAGE, fail, run_command
+from verifiers.cli._common import EXIT_FAILED, fail, run_command
 
 PROG = "vf-install"
 
@@ -126,34 +125,22 @@ def _install_local(path: Path, out: Console, *, upgrade: bool, no_deps: bool, ve
 
 
 def _install_hub(spec: str, out: Console, *, upgrade: bool, token: str | None, hub_url: str | None) -> None:
-    if importlib.util.find_spec("verifiers.hub.install") is None:
-        fail(
-            f"{spec!r} is not a local environment, and installing from the hub needs the hub client "
-            "(verifiers.hub.install), which this verifiers-sdk does not have yet",
-            EXIT_USAGE,
-        )
-    from verifiers.hub import install as hub_install
+    from verifiers.hub.install import HubInstallError, install_from_hub
 
-    install_from_hub = getattr(hub_install, "install_from_hub", None)
-    if install_from_hub is None:
-        fail("the hub client has no install_from_hub(); update verifiers-sdk", EXIT_USAGE)
     out.print(f"installing {spec} from the hub …")
-    kwargs: dict[str, Any] = {"upgrade": upgrade, "token": token, "python": sys.executable}
-    if hub_url is not None:
-        kwargs["url"] = hub_url
     try:
-        result = install_from_hub(spec, **kwargs)
-    except Exception as exc:  # the hub client's errors are written for users: show them, minus a traceback
+        result = install_from_hub(spec, upgrade=upgrade, token=token, python=sys.executable, url=hub_url)
+    except (HubInstallError, ValueError) as exc:  # written for users: show them, minus a traceback
         first, _, rest = str(exc).partition("\n")
         if rest.strip():
             print(rest, file=sys.stderr)
         fail(f"installing {spec} from the hub failed: {first}", EXIT_FAILED)
-    # install_from_hub has already verified the import in the target interpreter.
-    verb = "installed" if getattr(result, "installed", True) else "already installed (use --upgrade)"
-    name = getattr(result, "full_name", spec)
-    version = getattr(result, "version", "?")
-    module = getattr(result, "module", None)
-    out.print(f"{verb}: [bold]{name}[/] {version}" + (f"; import {module} OK" if module else ""))
+    # install_from_hub has already verified the import, version and content hash in this interpreter.
+    verb = "installed" if result.installed else "already installed (use --upgrade to update)"
+    out.print(
+        f"{verb}: [bold]{result.full_name}[/] {result.version} (content hash {result.content_hash[:12]}…); "
+        f"import {result.module} OK"
+    )
 
 
 @app.command()
@@ -195,3 +182,7 @@ def install_command(
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     run_command(PROG, app, argv)
+
+
+if __name__ == "__main__":
+    main()
