@@ -7,8 +7,6 @@ See README.md for the data formats, the comparison rules and the arguments.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from code_env.env import CodeEnv
 from code_env.parsing import CodeParser, extract_code
 from code_env.scoring import (
@@ -20,7 +18,7 @@ from code_env.scoring import (
     stdout_matches,
     values_match,
 )
-from code_env.sources import INSTRUCTION, INTELLECT3, SAMPLE, dataset_builder, sample_records
+from code_env.sources import INSTRUCTION, SAMPLE, check_source, dataset_builder, sample_records
 
 __all__ = [
     "INSTRUCTION",
@@ -69,10 +67,7 @@ def load_environment(
     """
     if max_tests < 1:
         raise ValueError("max_tests must be at least 1")
-    if source not in (SAMPLE, INTELLECT3) and not Path(source).expanduser().is_file():
-        raise ValueError(
-            f"source must be {SAMPLE!r}, {INTELLECT3!r} or an existing .jsonl file, not {source!r}"
-        )
+    check_source(source)
     return CodeEnv(
         eval_dataset=dataset_builder(source, max_tests=max_tests, seed=seed, split=split),
         max_tests=max_tests,

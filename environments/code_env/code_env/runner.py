@@ -23,7 +23,12 @@ import sys
 import time
 import types
 
-OUT_LIMIT_SIGNALS = {signal.SIGXFSZ: "output limit exceeded", signal.SIGSEGV: "segmentation fault"}
+#: How the commonest deaths by signal are reported (others as "killed by signal N").
+SIGNAL_NAMES = {
+    signal.SIGXFSZ: "output limit exceeded",
+    signal.SIGSEGV: "segmentation fault (deep recursion?)",
+    signal.SIGKILL: "killed (SIGKILL)",
+}
 
 
 def _prelude():
@@ -197,7 +202,7 @@ def _run_one(code, spec, index, workdir, prelude):
     elif os.WIFSIGNALED(wait_status):
         sig = os.WTERMSIG(wait_status)
         result["status"] = "timeout" if sig == signal.SIGXCPU else "killed"
-        result["error"] = OUT_LIMIT_SIGNALS.get(sig, f"killed by signal {sig}")
+        result["error"] = SIGNAL_NAMES.get(sig, f"killed by signal {sig}")
     elif os.WEXITSTATUS(wait_status) != 0:
         result["status"] = "error"
         result["error"] = stderr or f"exit status {os.WEXITSTATUS(wait_status)}"

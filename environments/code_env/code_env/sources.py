@@ -119,6 +119,17 @@ def _hub_records(split: str) -> Any:
     return load_dataset(HF_DATASET, HF_SUBSET, split=split)
 
 
+def check_source(source: str) -> None:
+    """Fail early (at load time, not mid-run) on a ``source`` that names nothing."""
+    if source in (SAMPLE, INTELLECT3):
+        return
+    path = Path(source).expanduser()
+    if path.suffix != ".jsonl" or not path.is_file():
+        raise ValueError(
+            f"source must be {SAMPLE!r}, {INTELLECT3!r} or the path of an existing .jsonl file, not {source!r}"
+        )
+
+
 def dataset_builder(
     source: str, *, max_tests: int, seed: int, split: str = "train"
 ) -> Callable[[], _Converted]:
@@ -133,13 +144,8 @@ def dataset_builder(
         elif source == INTELLECT3:
             records = _hub_records(split)
         else:
-            path = Path(source).expanduser()
-            if path.suffix != ".jsonl" or not path.is_file():
-                raise ValueError(
-                    f"source must be {SAMPLE!r}, {INTELLECT3!r} or the path of an existing .jsonl file, "
-                    f"not {source!r}"
-                )
-            records = read_jsonl(path)
+            check_source(source)
+            records = read_jsonl(Path(source).expanduser())
         return _Converted(records, convert)
 
     return build

@@ -265,6 +265,20 @@ async def test_sandbox_failures_are_retried_then_an_infra_error(
         await env.teardown()
 
 
+async def test_the_environment_reports_timeouts(fast_backend: str) -> None:
+    env = load_environment(backend=fast_backend, timeout_per_test=0.5, pool_size=1)
+    try:
+        state = fake_state(env, 0, answer("import time\ntime.sleep(10**6)\n"))
+        await env.score_rollout(state)
+    finally:
+        await env.teardown()
+    n = float(len(sample_records()[0]["tests"]["inputs"]))
+    assert state["reward"] == 0.0 and state["error"] is None
+    assert state["metrics"]["timeouts"] == n and state["metrics"]["num_tests"] == n
+    assert state["metrics"]["pass_rate"] == 0.0 and state["metrics"]["has_code"] == 1.0
+    assert env.result_record(state)["sandbox_backend"] == fast_backend
+
+
 def reference_handler(kind: str) -> Any:
     by_question = {r["question"]: r for r in sample_records()}
 

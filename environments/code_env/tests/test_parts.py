@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import sys
+import types
 from pathlib import Path
+from typing import Any
 
 import pytest
+from code_env import load_environment
 from code_env.parsing import CodeParser, extract_code
 from code_env.scoring import ProblemTests, parse_runner_output, stdout_matches, values_match
 from code_env.sources import INSTRUCTION, dataset_builder, sample_records, to_row
@@ -142,7 +146,27 @@ def test_intellect3_shaped_records(tmp_path: Path) -> None:
     assert second["info"]["tests"]["inputs"] == [["a b c"], [""]]
 
 
+def test_hub_source_loads_the_code_subset_through_datasets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The online path, with ``datasets.load_dataset`` answered from the local fixture (no download)."""
+    calls: list[tuple[Any, ...]] = []
+    fixture = [json.loads(line) for line in (FIXTURES / "intellect3_code.jsonl").read_text().splitlines()]
+
+    def load_dataset(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        calls.append((*args, kwargs))
+        return fixture
+
+    monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset))
+    env = load_environment(source="intellect-3", split="train")
+    assert calls == []  # nothing is loaded until rows are needed
+    rows = env.select_rows()
+    assert calls == [("PrimeIntellect/INTELLECT-3-RL", "code", {"split": "train"})]
+    assert [r["info"]["tests"]["fn_name"] for r in rows] == [None, "count_words"]
+    assert rows[0]["prompt"][-1]["content"].startswith(INSTRUCTION)
+
+
 def test_bad_sources_fail_clearly(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="source must be"):
+        load_environment(source=str(tmp_path / "missing.jsonl"))
     with pytest.raises(ValueError, match="source must be"):
         dataset_builder(str(tmp_path / "missing.jsonl"), max_tests=15, seed=0)()
     bad = tmp_path / "bad.jsonl"
