@@ -24,7 +24,7 @@ import inspect
 import json
 import re
 import typing
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -288,7 +288,7 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
         target = _walk(defs[ref.removeprefix("#/$defs/")], resolve)
         return {**target, **{k: v for k, v in node.items() if k != "$ref"}}
 
-    out = _walk({k: v for k, v in schema.items() if k != "$defs"}, resolve)
+    out: dict[str, Any] = _walk({k: v for k, v in schema.items() if k != "$defs"}, resolve)
     return out
 
 
@@ -429,7 +429,8 @@ class Tool:
 
     @property
     def parameters(self) -> dict[str, Any]:
-        return self.schema["function"]["parameters"]
+        params: dict[str, Any] = self.schema["function"]["parameters"]
+        return params
 
     def parse_arguments(self, raw: str | Mapping[str, Any] | None) -> dict[str, Any]:
         """Decode (JSON text or an already-decoded object) and validate a call's arguments.
@@ -467,5 +468,5 @@ class Tool:
             return await self.func(**kwargs)
         result = await asyncio.to_thread(self.func, **kwargs)
         if inspect.isawaitable(result):  # a sync callable that returned a coroutine
-            result = await typing.cast(Awaitable[Any], result)
+            result = await result
         return result

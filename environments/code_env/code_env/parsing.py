@@ -17,7 +17,7 @@ def extract_code(text: str) -> str | None:
     Text up to a closing ``</think>`` is ignored: code drafted while reasoning is not the answer.
     """
     text = text.rsplit("</think>", 1)[-1]
-    blocks = [body for tag, body in _FENCE.findall(text) if tag.lower() in _PYTHON_TAGS]
+    blocks: list[str] = [body for tag, body in _FENCE.findall(text) if tag.lower() in _PYTHON_TAGS]
     if not blocks or not blocks[-1].strip():
         return None
     return blocks[-1]
