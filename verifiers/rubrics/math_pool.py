@@ -318,7 +318,7 @@ class MathVerifyPool:
         else:
             dq.append(task)
         self._pending_count += 1
-        self._cv.notify()
+        self._cv.notify_all()  # not notify(): a wait_ready() caller could swallow the wake-up
 
     def _requeue(self, tasks: list[_Task]) -> None:
         with self._cv:
