@@ -94,6 +94,10 @@ def main(argv: list[str]) -> int:
         conn_out.send(("failed", f"{type(exc).__name__}: {exc}"))
         return 1
 
+    import gc
+
+    gc.collect()
+    gc.freeze()  # imported modules live forever: keep them out of every later collection
     golds = _LRU(gold_cache_size)
     preds = _LRU(pred_cache_size)
 
