@@ -262,3 +262,23 @@ def test_load_environment_identity_and_kwargs(env_pkg: Path) -> None:
 def test_load_environment_unknown_id_lists_what_exists() -> None:
     with pytest.raises(EnvNotFoundError, match="no environment 'no-such-env'"):
         vf.load_environment("no-such-env")
+
+
+async def test_environment_runs_start_and_stop_the_rubric(scripted: ScriptedServer) -> None:
+    events: list[str] = []
+
+    class Tracked(vf.Rubric):
+        async def setup(self) -> None:
+            events.append(f"setup:{id(self) % 7}")
+
+        async def teardown(self) -> None:
+            events.append("teardown")
+
+    member = Tracked([exact])
+    env = vf.SingleTurnEnv(dataset=rows(2), rubric=vf.RubricGroup([member, Tracked()]))
+    await env.a_generate(env.select_rows(), scripted.url, "m")
+    assert [e.split(":")[0] for e in events] == ["setup", "setup", "teardown", "teardown"]
+    events.clear()
+    scripted.handler = lambda body: Reply(status=400)  # a failing run still tears down
+    await env.a_evaluate(scripted.url, "m")
+    assert events[-2:] == ["teardown", "teardown"]

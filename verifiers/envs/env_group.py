@@ -90,9 +90,13 @@ class EnvGroup(Environment):
         await self.env_for(state).score_rollout(state)
 
     async def setup(self) -> None:
+        await super().setup()
         for env in self.envs.values():
             await env.setup()
 
     async def teardown(self) -> None:
-        for env in self.envs.values():
-            await env.teardown()
+        try:
+            for env in self.envs.values():
+                await env.teardown()
+        finally:
+            await super().teardown()

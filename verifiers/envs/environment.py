@@ -147,10 +147,14 @@ class Environment(ABC):
         await self.rubric.score_rollout(state)
 
     async def setup(self) -> None:
-        """Called once before a run (start pools, warm caches). Must be idempotent."""
+        """Called once before a run (start pools, warm caches); starts the rubric's resources too.
+        Must be idempotent. Subclasses that override it call ``await super().setup()``."""
+        await self.rubric.setup()
 
     async def teardown(self) -> None:
-        """Called once after a run, even when it failed or was cancelled."""
+        """Called once after a run, even when it failed or was cancelled; stops the rubric's resources.
+        Subclasses that override it call ``await super().teardown()``."""
+        await self.rubric.teardown()
 
     def result_record(self, state: State) -> dict[str, Any]:
         """The contract-3.3 row of a finished rollout."""

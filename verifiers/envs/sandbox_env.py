@@ -110,13 +110,17 @@ class SandboxEnv(StatefulToolEnv):
 
     # --- pool and per-rollout lifecycle ------------------------------------------------------------
     async def setup(self) -> None:
+        await super().setup()
         await self.sandbox_pool()
 
     async def teardown(self) -> None:
         async with self._pool_lock:
             pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+        try:
+            if pool is not None:
+                await pool.close()
+        finally:
+            await super().teardown()
 
     async def sandbox_pool(self) -> SandboxPool:
         """The warm pool, started on first use (``setup()`` starts it before a run)."""

@@ -148,6 +148,13 @@ class Rubric:
     def func_names(self) -> list[str]:
         return [s.name for s in self._specs]
 
+    # --- lifecycle (the environment calls these around a run) --------------------------------------
+    async def setup(self) -> None:
+        """Start what scoring needs (worker pools, clients). Called by ``Environment.setup``."""
+
+    async def teardown(self) -> None:
+        """Stop what ``setup`` started. Called by ``Environment.teardown``, also after a failed run."""
+
     @property
     def weights(self) -> list[float]:
         return [s.weight for s in self._specs]
@@ -286,6 +293,20 @@ class RubricGroup(Rubric):
 
     def add_reward_func(self, func: RewardFunc, weight: float = 1.0) -> None:
         raise TypeError("add reward functions to one of the RubricGroup's rubrics, not to the group")
+
+    async def setup(self) -> None:
+        for r in self.rubrics:
+            await r.setup()
+
+    async def teardown(self) -> None:
+        errors: list[BaseException] = []
+        for r in self.rubrics:  # every member is torn down even if one fails
+            try:
+                await r.teardown()
+            except Exception as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]
 
     async def score_group(self, states: Sequence[State]) -> None:
         t0 = time.perf_counter()
