@@ -58,7 +58,18 @@ _EXPORTS: dict[str, str] = {
     "Messages": "verifiers.types",
     "ChatMessage": "verifiers.types",
 }
-_SUBMODULES = {"errors", "types", "envs", "rubrics", "parsers", "clients", "eval", "sandbox", "hub"}
+_SUBMODULES = {
+    "errors",
+    "types",
+    "envs",
+    "rubrics",
+    "parsers",
+    "clients",
+    "eval",
+    "sandbox",
+    "hub",
+    "sources",
+}
 
 __all__ = sorted(_EXPORTS)
 

@@ -55,7 +55,13 @@ def read_records(path: str | Path, *, install_hint: str = "pip install pyarrow")
                         raise ValueError(f"{path}:{lineno}: not valid JSON ({exc})") from None
         return records
     if path.suffix == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:  # name the file; JSON lines in a .json file is the usual cause
+            raise ValueError(
+                f"{path}: not valid JSON ({exc}); a .json file holds one list of records, "
+                "a .jsonl file one record per line"
+            ) from None
         if not isinstance(data, list):
             raise ValueError(f"{path}: expected a JSON list of records, got {type(data).__name__}")
         return data
@@ -69,7 +75,11 @@ def read_records(path: str | Path, *, install_hint: str = "pip install pyarrow")
 
 
 def hf_records(
-    dataset: str, subset: str | None = None, *, split: str = "train", install_hint: str = "pip install datasets"
+    dataset: str,
+    subset: str | None = None,
+    *,
+    split: str = "train",
+    install_hint: str = "pip install datasets",
 ) -> Any:
     """A Hugging Face dataset split via ``datasets.load_dataset`` (downloads on first use; online only)."""
     try:

@@ -53,8 +53,9 @@ def load_environment(
     """The code environment.
 
     Args:
-        source: ``"sample"`` (the bundled problems), ``"intellect-3"`` (``PrimeIntellect/INTELLECT-3-RL``,
-            subset ``code``, via ``datasets``) or the path of a local ``.jsonl`` file.
+        source: ``"sample"`` (the bundled problems), ``"intellect-3"`` or ``"intellect3"``
+            (``PrimeIntellect/INTELLECT-3-RL``, subset ``code``, via ``datasets``) or the path of a local
+            ``.jsonl``, ``.json`` (a list) or ``.parquet`` file.
         split: Split of the hub dataset.
         max_tests: At most this many tests per problem (a seeded sample when there are more).
         seed: Seed of that sample.

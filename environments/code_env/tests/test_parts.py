@@ -146,7 +146,27 @@ def test_intellect3_shaped_records(tmp_path: Path) -> None:
     assert second["info"]["tests"]["inputs"] == [["a b c"], [""]]
 
 
-def test_hub_source_loads_the_code_subset_through_datasets(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_intellect3_rows_from_json_and_parquet_files(tmp_path: Path) -> None:
+    """A local copy of the hub data as a JSON list or a parquet file gives the same rows as the JSONL."""
+    fixture = FIXTURES / "intellect3_code.jsonl"
+    expected = list(dataset_builder(str(fixture), max_tests=15, seed=0)())
+    records = [json.loads(line) for line in fixture.read_text().splitlines()]
+    listed = tmp_path / "code.json"
+    listed.write_text(json.dumps(records))
+    assert list(dataset_builder(str(listed), max_tests=15, seed=0)()) == expected
+    assert load_environment(source=str(listed)).select_rows()[1]["info"]["tests"]["fn_name"] == "count_words"
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    table = tmp_path / "code.parquet"
+    pq.write_table(pa.Table.from_pylist(records), table)
+    assert list(dataset_builder(str(table), max_tests=15, seed=0)()) == expected
+
+
+@pytest.mark.parametrize("name", ["intellect-3", "intellect3"])
+def test_hub_source_loads_the_code_subset_through_datasets(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
     """The online path, with ``datasets.load_dataset`` answered from the local fixture (no download)."""
     calls: list[tuple[Any, ...]] = []
     fixture = [json.loads(line) for line in (FIXTURES / "intellect3_code.jsonl").read_text().splitlines()]
@@ -156,7 +176,7 @@ def test_hub_source_loads_the_code_subset_through_datasets(monkeypatch: pytest.M
         return fixture
 
     monkeypatch.setitem(sys.modules, "datasets", types.SimpleNamespace(load_dataset=load_dataset))
-    env = load_environment(source="intellect-3", split="train")
+    env = load_environment(source=name, split="train")
     assert calls == []  # nothing is loaded until rows are needed
     rows = env.select_rows()
     assert calls == [("PrimeIntellect/INTELLECT-3-RL", "code", {"split": "train"})]
@@ -177,3 +197,9 @@ def test_bad_sources_fail_clearly(tmp_path: Path) -> None:
     notests.write_text('{"question": "q"}\n')
     with pytest.raises(ValueError, match="no tests"):
         dataset_builder(str(notests), max_tests=15, seed=0)()[0]
+    with pytest.raises(ValueError, match="no tests"):  # tests that are text, not JSON
+        to_row({"question": "q", "info": json.dumps({"tests": "inputs: 1"})}, 0, max_tests=15, seed=0)
+    csv = tmp_path / "problems.csv"
+    csv.write_text("question,tests\n")
+    with pytest.raises(ValueError, match="source must be"):
+        load_environment(source=str(csv))

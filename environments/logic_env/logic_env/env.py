@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, Literal, overload
 
 import verifiers as vf
@@ -175,7 +174,7 @@ def build_environment(
         builder = from_reasoning_gym
 
     else:
-        if source != "synlogic" and not Path(source).is_file():
+        if source != "synlogic" and vf.sources.local_path(source) is None:
             raise ValueError(
                 f"source must be 'generated', 'synlogic', 'reasoning_gym' or a .jsonl/.json/.parquet file; "
                 f"{source!r} is none of these"

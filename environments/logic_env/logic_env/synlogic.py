@@ -16,7 +16,6 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import verifiers as vf
@@ -26,8 +25,8 @@ from verifiers import extract_boxed_answer
 
 log = logging.getLogger(__name__)
 
-HUB_DATASET = "PrimeIntellect/INTELLECT-3-RL"
-HUB_SUBSET = "logic"
+HUB_SUBSET = "logic"  # of vf.sources.INTELLECT3_DATASET
+INSTALL_HINT = "pip install 'logic-env[synlogic]'"
 
 _LETTER_EQUATION = re.compile(r"\b([A-Z]+(?:\s*[+\-*]\s*[A-Z]+)+)\s*=\s*([A-Z]+)\b")
 _NUMERIC_EQUATION = re.compile(r"\d+(?:\s*[+\-*]\s*\d+)+\s*=\s*-?\d+")
@@ -218,30 +217,13 @@ def adapt_row(raw: Mapping[str, Any]) -> tuple[str, dict[str, Any] | None]:
 
 
 def read_source(source: str, split: str) -> Iterable[Mapping[str, Any]]:
-    """Rows from the hub (``source="synlogic"``) or a local ``.jsonl``/``.json``/``.parquet`` file,
-    through ``datasets``; local files fall back to the standard library / pyarrow without it."""
-    try:
-        import datasets
-    except ImportError:
-        datasets = None  # type: ignore[assignment]
+    """Rows from the hub (``source="synlogic"``, needs ``datasets``) or a local ``.jsonl`` / ``.json``
+    (a list) / ``.parquet`` file (the standard library / pyarrow: no ``datasets`` needed)."""
     if source == "synlogic":
-        if datasets is None:
-            raise ImportError(
-                "loading SynLogic from the hub needs `datasets`: pip install 'logic-env[synlogic]'"
-            )
-        return datasets.load_dataset(HUB_DATASET, HUB_SUBSET, split=split)  # type: ignore[no-any-return]
-    path = Path(source)
-    fmt = "parquet" if path.suffix == ".parquet" else "json"
-    if datasets is not None:
-        return datasets.load_dataset(fmt, data_files=str(path), split="train")  # type: ignore[no-any-return]
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
-
-        return pq.read_table(path).to_pylist()  # type: ignore[no-any-return]
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".json" and text.lstrip().startswith("["):
-        return list(json.loads(text))
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
+        return vf.sources.hf_records(  # type: ignore[no-any-return]
+            vf.sources.INTELLECT3_DATASET, HUB_SUBSET, split=split, install_hint=INSTALL_HINT
+        )
+    return vf.sources.read_records(source, install_hint="pip install pyarrow")  # type: ignore[no-any-return]
 
 
 def build_rows(

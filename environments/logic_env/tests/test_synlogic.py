@@ -98,6 +98,21 @@ def test_parquet_fixture_loads_the_same(tmp_path: Path) -> None:
     assert [r["task"] for r in load(path).select_rows()] == SUPPORTED
 
 
+def test_json_list_loads_the_same_and_bad_files_fail_clearly(tmp_path: Path) -> None:
+    records = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+    listed = tmp_path / "logic.json"
+    listed.write_text(json.dumps(records))
+    assert [r["task"] for r in load(listed).select_rows()] == SUPPORTED
+    lines = tmp_path / "lines.json"  # JSON lines under a .json name: the error names the file
+    lines.write_text(FIXTURE.read_text())
+    with pytest.raises(ValueError, match=r"lines\.json: not valid JSON .*\.jsonl"):
+        load(lines).select_rows()
+    other = tmp_path / "logic.csv"
+    other.write_text("question,answer\n")
+    with pytest.raises(ValueError, match="source must be"):
+        load(other)
+
+
 def test_local_files_load_without_datasets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "datasets", None)  # import datasets -> ImportError
     env = load()

@@ -2,7 +2,7 @@
 
 Sources (``source=``): the bundled sample (default, offline), the seeded generator (``"generated"``),
 INTELLECT-3's RL math data (``"intellect3"``, online, needs ``datasets``) or a local ``.jsonl`` /
-``.parquet`` file. The reward is ``MathRubric``'s ``correct``; with a judge configured it is
+``.json`` / ``.parquet`` file. The reward is ``MathRubric``'s ``correct``; with a judge configured it is
 ``HybridMathRubric``'s (math-verify, then the judge when math-verify does not confirm).
 """
 
@@ -15,24 +15,9 @@ from pydantic import Field, validate_call
 import verifiers as vf
 from math_env.sources import DEFAULT_SOLVE_RATE_COLUMN, builder
 
-__all__ = ["INSTRUCTION", "MathEnv", "load_environment"]
+__all__ = ["INSTRUCTION", "load_environment"]
 
 INSTRUCTION = "Reason step by step, then write the final answer inside \\boxed{}."
-
-
-class MathEnv(vf.SingleTurnEnv):
-    """A single-turn env whose rubric's verifier workers (and judge client) live from ``setup()`` to
-    ``teardown()``: one warm pool per run, nothing left running afterwards."""
-
-    async def setup(self) -> None:
-        await super().setup()
-        await self.rubric.setup()  # type: ignore[attr-defined]
-
-    async def teardown(self) -> None:
-        try:
-            await self.rubric.teardown()  # type: ignore[attr-defined]
-        finally:
-            await super().teardown()
 
 
 def make_rubric(
@@ -86,8 +71,8 @@ def load_environment(
 
     Args:
         source: ``"sample"`` (bundled, 68 problems), ``"generated"`` (seeded generator),
-            ``"intellect3"`` (``PrimeIntellect/INTELLECT-3-RL`` subset ``math``) or a ``.jsonl`` /
-            ``.parquet`` path whose records have a question and an answer.
+            ``"intellect3"`` or ``"intellect-3"`` (``PrimeIntellect/INTELLECT-3-RL`` subset ``math``) or a
+            ``.jsonl`` / ``.json`` (a list) / ``.parquet`` path whose records have a question and an answer.
         question_key, answer_key: the record fields holding the question and the gold answer.
         split: the hub split (``intellect3`` only).
         num_examples: how many problems to generate (``generated``, default 500); for the other
@@ -125,4 +110,6 @@ def load_environment(
         max_answer_chars=max_answer_chars,
         verify_workers=verify_workers,
     )
-    return MathEnv(eval_dataset=build, system_prompt=system_prompt, rubric=rubric, task="math")
+    # The environment starts the rubric's verifier workers (and judge client) at setup() and stops them
+    # at teardown(): one warm pool per run, nothing left running afterwards.
+    return vf.SingleTurnEnv(eval_dataset=build, system_prompt=system_prompt, rubric=rubric, task="math")

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from math_env import MathEnv, load_environment
+from math_env import load_environment
 from math_env.generator import FAMILIES, generate
-from math_env.sources import DEFAULT_SOLVE_RATE_COLUMN, HF_DATASET, HF_SUBSET, sample_records
+from math_env.sources import DEFAULT_SOLVE_RATE_COLUMN, HF_SUBSET, sample_records
 
 import verifiers as vf
 from tests.scripted_server import Reply, ScriptedServer
@@ -166,6 +166,10 @@ def test_local_jsonl_with_renamed_keys(tmp_path: Path) -> None:
     assert rows[0]["info"]["level"] == 3
     with pytest.raises(ValueError, match="question_key"):
         load_environment(source=str(path)).select_rows()
+    listed = tmp_path / "mine.json"  # the same records as one JSON list
+    listed.write_text(json.dumps([json.loads(line) for line in path.read_text().splitlines()]))
+    env = load_environment(source=str(listed), question_key="problem", answer_key="solution", instruction="")
+    assert env.select_rows() == rows
 
 
 def test_local_parquet_and_solve_rate_filter(tmp_path: Path) -> None:
@@ -222,7 +226,7 @@ def test_intellect3_loader_through_the_same_filter(fake_hub: list[tuple[Any, ...
     env = load_environment(source="intellect3", max_solve_rate=0.875)
     assert fake_hub == []  # nothing loaded at construction
     rows = env.select_rows()
-    assert fake_hub == [(HF_DATASET, HF_SUBSET, "train")]
+    assert fake_hub == [(vf.sources.INTELLECT3_DATASET, HF_SUBSET, "train")]
     assert [r["answer"] for r in rows] == ["10", "6", "\\frac{10}{11}", "6\\sqrt{3}"]
     assert "\\boxed{}" in rows[0]["prompt"][-1]["content"]
     assert rows[0]["info"]["question"].startswith("How many ordered pairs")
@@ -240,7 +244,7 @@ def test_intellect3_with_the_real_datasets_library(tmp_path: Path, monkeypatch: 
     real = datasets.load_dataset
 
     def local_copy(name: str, subset: str | None = None, *, split: str) -> Any:
-        assert (name, subset) == (HF_DATASET, HF_SUBSET)
+        assert (name, subset) == (vf.sources.INTELLECT3_DATASET, HF_SUBSET)
         return real("parquet", data_files=str(path), split=split, cache_dir=str(tmp_path / "hf-cache"))
 
     monkeypatch.setattr(datasets, "load_dataset", local_copy)
@@ -261,18 +265,31 @@ def test_argument_errors() -> None:
         load_environment(judge_verdict_format="maybe")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_solve_rate"):
         load_environment(source=str(FIXTURE), max_solve_rate=8)
+    with pytest.raises(ValueError, match=r"min_solve_rate \(0.8\) is above max_solve_rate \(0.2\)"):
+        load_environment(source=str(FIXTURE), min_solve_rate=0.8, max_solve_rate=0.2)  # at load, not mid-run
     with pytest.raises(EnvArgumentError, match="bogus"):
         vf.load_environment("math-env", bogus=1)
 
 
 def test_rubric_choice_and_no_system_prompt() -> None:
     env = load_environment()
-    assert isinstance(env, MathEnv) and type(env.rubric) is vf.MathRubric
+    assert type(env) is vf.SingleTurnEnv and type(env.rubric) is vf.MathRubric
     assert env.select_rows(1)[0]["prompt"][0]["role"] == "user"
     judged = load_environment(judge_model="judge", judge_base_url="http://127.0.0.1:9/v1", system_prompt="S")
     assert isinstance(judged.rubric, vf.HybridMathRubric) and judged.rubric.judge is not None
     assert judged.rubric.judge.judge_model == "judge"
     assert judged.select_rows(1)[0]["prompt"][0] == {"role": "system", "content": "S"}
+
+
+async def test_environment_lifecycle_starts_and_stops_the_verifier_workers() -> None:
+    """``Environment.setup``/``teardown`` run the rubric's: a plain ``SingleTurnEnv`` is enough."""
+    env = load_environment(verify_workers=1)
+    await env.setup()
+    try:
+        assert env.rubric._pool is not None  # type: ignore[attr-defined]
+    finally:
+        await env.teardown()
+    assert env.rubric._pool is None  # type: ignore[attr-defined]
 
 
 # --- end to end ----------------------------------------------------------------------------------------

@@ -18,7 +18,6 @@ from science_env.sources import DEFAULT_SOLVE_RATE_COLUMN, builder
 
 __all__ = [
     "INSTRUCTION",
-    "ScienceEnv",
     "ScienceRubric",
     "choice_letter",
     "classify",
@@ -28,21 +27,6 @@ __all__ = [
 ]
 
 INSTRUCTION = "Answer the following science question. Put the answer (and only the answer) inside \\boxed{}."
-
-
-class ScienceEnv(vf.SingleTurnEnv):
-    """A single-turn env whose rubric's verifier workers (and judge client) live from ``setup()`` to
-    ``teardown()``."""
-
-    async def setup(self) -> None:
-        await super().setup()
-        await self.rubric.setup()  # type: ignore[attr-defined]
-
-    async def teardown(self) -> None:
-        try:
-            await self.rubric.teardown()  # type: ignore[attr-defined]
-        finally:
-            await super().teardown()
 
 
 @validate_call  # JSON from `vf-eval -a` is checked and coerced here, at the boundary
@@ -69,9 +53,10 @@ def load_environment(
     """The science-env environment.
 
     Args:
-        source: ``"sample"`` (bundled, 47 questions), ``"intellect3"`` (``PrimeIntellect/INTELLECT-3-RL``
-            subset ``science``) or a ``.jsonl`` / ``.parquet`` path whose records have a question and an
-            answer (optionally ``info.answer_type``: numeric, symbolic, word or choice).
+        source: ``"sample"`` (bundled, 47 questions), ``"intellect3"`` or ``"intellect-3"``
+            (``PrimeIntellect/INTELLECT-3-RL`` subset ``science``) or a ``.jsonl`` / ``.json`` (a list) /
+            ``.parquet`` path whose records have a question and an answer (optionally
+            ``info.answer_type``: numeric, symbolic, word or choice).
         question_key, answer_key: the record fields holding the question and the gold answer.
         split: the hub split (``intellect3`` only).
         num_examples: keep only the first ``num_examples`` rows after filtering (-1: all).
@@ -109,4 +94,6 @@ def load_environment(
     rubric = ScienceRubric(
         judge=judge, timeout=verify_timeout, max_answer_chars=max_answer_chars, workers=verify_workers
     )
-    return ScienceEnv(eval_dataset=build, system_prompt=system_prompt, rubric=rubric, task="science")
+    # The environment starts the rubric's verifier workers (and judge client) at setup(), stops them at
+    # teardown().
+    return vf.SingleTurnEnv(eval_dataset=build, system_prompt=system_prompt, rubric=rubric, task="science")

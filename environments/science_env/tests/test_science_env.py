@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from science_env import ScienceEnv, load_environment
+from science_env import load_environment
 from science_env.answers import choice_letter, classify, normalize_words, strip_units
 from science_env.rubric import ScienceRubric
-from science_env.sources import HF_DATASET, HF_SUBSET, sample_records
+from science_env.sources import HF_SUBSET, sample_records
 
 import verifiers as vf
 from tests.scripted_server import Reply, ScriptedServer
@@ -266,6 +266,9 @@ def test_parquet_and_solve_rate_filter(tmp_path: Path) -> None:
     assert [r["answer"] for r in rows] == ["oxygen", "C"]
     assert [r["example_id"] for r in rows] == [1, 2]
     assert rows[0]["info"]["source"] == "fixture"
+    listed = tmp_path / "sci.json"  # the same records as one JSON list
+    listed.write_text(json.dumps(fixture_records()))
+    assert load_environment(source=str(listed), min_solve_rate=0.4, max_solve_rate=0.8).select_rows() == rows
 
 
 @pytest.fixture
@@ -293,11 +296,12 @@ def fake_hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[Any, ...]]]
     yield calls
 
 
-def test_intellect3_loader(fake_hub: list[tuple[Any, ...]]) -> None:
-    env = load_environment(source="intellect3", min_solve_rate=0.3)
+@pytest.mark.parametrize("name", ["intellect3", "intellect-3", "INTELLECT-3"])
+def test_intellect3_loader(fake_hub: list[tuple[Any, ...]], name: str) -> None:
+    env = load_environment(source=name, min_solve_rate=0.3)
     assert fake_hub == []
     rows = env.select_rows()
-    assert fake_hub == [(HF_DATASET, HF_SUBSET, "train")]
+    assert fake_hub == [(vf.sources.INTELLECT3_DATASET, HF_SUBSET, "train")]
     assert [r["answer"] for r in rows] == ["2.5\\ \\mathrm{m/s^2}", "oxygen", "C", "$mgh$"]
     assert rows[0]["prompt"][-1]["content"].startswith("Answer the following science question.")
 
@@ -307,12 +311,15 @@ def test_argument_errors_and_defaults() -> None:
         load_environment(source="questions.csv")
     with pytest.raises(ValueError, match="solve-rate"):
         load_environment(max_solve_rate=0.5)
+    with pytest.raises(ValueError, match=r"min_solve_rate \(0.8\) is above max_solve_rate \(0.2\)"):
+        load_environment(source=str(FIXTURE), min_solve_rate=0.8, max_solve_rate=0.2)
     with pytest.raises(EnvArgumentError):
         vf.load_environment("science-env", difficulty=2)
     with pytest.raises(ValueError, match="verify_workers"):
         load_environment(verify_workers=0)
     env = load_environment()
-    assert isinstance(env, ScienceEnv) and isinstance(env.rubric, ScienceRubric) and env.rubric.judge is None
+    assert type(env) is vf.SingleTurnEnv  # the core runs the rubric's setup/teardown: no subclass needed
+    assert isinstance(env.rubric, ScienceRubric) and env.rubric.judge is None
     assert env.select_rows(1)[0]["prompt"][0]["role"] == "user"
     judged = load_environment(judge_model="j", judge_base_url="http://127.0.0.1:9/v1")
     assert judged.rubric.judge is not None  # type: ignore[attr-defined]
