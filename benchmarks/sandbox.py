@@ -86,13 +86,19 @@ async def bench_lifecycle(backend: SandboxBackend, n_cycles: int, n_leases: int)
     }
 
 
-async def bench_warm_exec(backends: list[SandboxBackend], n: int) -> dict[str, dict[str, dict[str, float]]]:
+async def bench_warm_exec(
+    backends: list[SandboxBackend], n: int, idle_s: float = 0.1
+) -> dict[str, dict[str, dict[str, float]]]:
     """Warm exec latency, interleaved with the host baseline: round i runs one baseline subprocess and one
-    exec in each backend, so load from elsewhere on the machine hits every series alike."""
+    exec in each backend, so load from elsewhere on the machine hits every series alike.
+
+    Two sandbox series for `python3 -c pass`: "python" runs right after the previous command (back to back,
+    so the agent's re-fork of its spare process is still on the critical path), "python idle" after the
+    sandbox sat idle for ``idle_s`` — the usual case in a rollout, where model turns separate tool calls."""
     exe = host_python().executable
     sandboxes = {b.name: await b.create(SandboxLimits()) for b in backends}
     series: dict[str, dict[str, list[float]]] = {"host": {"python": [], "python -I -S": [], "true": []}}
-    series.update({name: {"python": [], "true": []} for name in sandboxes})
+    series.update({name: {"python": [], "python idle": [], "true": []} for name in sandboxes})
     try:
         for sb in sandboxes.values():
             await sb.exec(TRIVIAL)  # warm-up
@@ -110,6 +116,10 @@ async def bench_warm_exec(backends: list[SandboxBackend], n: int) -> dict[str, d
                     t0 = time.perf_counter()
                     await sb.exec(argv)
                     series[name][label].append(time.perf_counter() - t0)
+                await asyncio.sleep(idle_s)
+                t0 = time.perf_counter()
+                await sb.exec(TRIVIAL)
+                series[name]["python idle"].append(time.perf_counter() - t0)
     finally:
         for sb in sandboxes.values():
             await sb.destroy()
@@ -151,12 +161,13 @@ async def main() -> None:
     ap.add_argument("--backends", default=",".join(available_backends()))
     ap.add_argument("--execs", type=int, default=50, help="interleaved warm-exec rounds")
     ap.add_argument("--cycles", type=int, default=5, help="create/destroy cycles")
+    ap.add_argument("--idle-ms", type=float, default=100.0, help="idle time before the 'idle' warm exec")
     ap.add_argument("--scoring", action="store_true", help="also run bench_scoring_throughput")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
 
     backends = [get_backend(n) for n in args.backends.split(",") if n]
-    warm = await bench_warm_exec(backends, args.execs)
+    warm = await bench_warm_exec(backends, args.execs, args.idle_ms / 1000)
     report: dict[str, Any] = {"python": host_python().executable, "warm_exec": warm, "backends": {}}
     host = warm["host"]
     print(f"interpreter: {report['python']}   (warm execs: {args.execs} interleaved rounds)")
@@ -175,6 +186,10 @@ async def main() -> None:
         print(
             f"  warm exec python3 -c pass {fmt(w['python'])}   x{w['python']['p50_ms'] / host['python']['p50_ms']:.2f} "
             f"vs host `python -c pass`, x{w['python']['p50_ms'] / host['python -I -S']['p50_ms']:.2f} vs `-I -S`"
+        )
+        print(
+            f"  warm exec python3, idle   {fmt(w['python idle'])}   x{w['python idle']['p50_ms'] / host['python']['p50_ms']:.2f} "
+            f"vs host `python -c pass`  (after {args.idle_ms:g} ms idle, as between model turns)"
         )
         print(
             f"  warm exec true            {fmt(w['true'])}   x{w['true']['p50_ms'] / host['true']['p50_ms']:.2f} vs host `true`"

@@ -338,6 +338,10 @@ class Agent:
             os.close(fd)
         os.closerange(3, err_w)
         os.closerange(err_w + 1, 4096)
+        plan = inline_python_plan(req["argv"], req["env"])
+        if plan is not None:
+            os.close(err_w)  # what close-on-exec would do: tells the agent the command is running
+            run_inline_python(plan, req["argv"], req["env"])  # never returns
         os.execvpe(req["argv"][0], req["argv"], req["env"])
 
     def op_exec(self, hdr: dict[str, Any], blob: bytes) -> tuple[dict[str, Any], bytes]:
@@ -608,6 +612,110 @@ def _remove(path: str) -> None:
     else:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
+
+
+# --- the Python fast path ----------------------------------------------------------------------------
+# Starting a new interpreter costs ~25-60 ms under gVisor's ptrace platform (hundreds of syscalls, each
+# trapped). A spare is already a forked, initialised interpreter of the very same executable, so a plain
+# `python3 -c CODE [ARGS]` or `python3 SCRIPT [ARGS]` runs inside it instead: fresh __main__, argv, stdio,
+# environment, sys.path[0] and signal dispositions as the interpreter would set them. Anything else (other
+# flags, PYTHON* variables, another executable) takes the ordinary exec path.
+_INLINE_ENV_OK = {"PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONIOENCODING"}
+
+
+def inline_python_plan(argv: list[str], env: dict[str, str]) -> tuple[str, str] | None:
+    """``("-c", code)`` or ``("script", path)`` when ``argv`` can run in this interpreter, else ``None``."""
+    if len(argv) < 2 or any(k.startswith("PYTHON") and k not in _INLINE_ENV_OK for k in env):
+        return None
+    if env.get("PYTHONIOENCODING", "utf-8").lower() not in ("utf-8", "utf8"):
+        return None
+    exe = argv[0]
+    if "/" not in exe:
+        for d in env.get("PATH", "").split(":"):
+            cand = os.path.join(d or ".", exe)
+            if os.path.isfile(cand) and os.access(cand, os.X_OK):
+                exe = cand
+                break
+        else:
+            return None
+    try:
+        if os.path.realpath(exe) != os.path.realpath(sys.executable):
+            return None
+    except OSError:
+        return None
+    if argv[1] == "-c":
+        return ("-c", argv[2]) if len(argv) >= 3 else None
+    if argv[1].startswith("-"):
+        return None
+    return ("script", argv[1])
+
+
+def run_inline_python(plan: tuple[str, str], argv: list[str], env: dict[str, str]) -> None:
+    """Run the planned program in this (spare) process and exit with its status, as `python3` would."""
+    import atexit
+    import traceback
+
+    code = 0
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
+        # The interpreter ignores SIGPIPE/SIGXFSZ and turns SIGINT into KeyboardInterrupt.
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        if hasattr(signal, "SIGXFSZ"):
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        unbuffered = bool(env.get("PYTHONUNBUFFERED"))
+        sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 - lives until exit
+        raw_out = open(1, "wb", buffering=0 if unbuffered else -1, closefd=False)  # noqa: SIM115
+        sys.stdout = io.TextIOWrapper(raw_out, encoding="utf-8", write_through=unbuffered)
+        raw_err = open(2, "wb", buffering=0, closefd=False)  # noqa: SIM115
+        sys.stderr = io.TextIOWrapper(
+            raw_err, encoding="utf-8", errors="backslashreplace", line_buffering=True
+        )
+        sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+        import site
+
+        site.main()  # a plain `python3` imports site (exit/quit builtins, site-packages if visible)
+        kind, target = plan
+        if kind == "-c":
+            sys.argv = ["-c", *argv[3:]]
+            sys.path.insert(0, "")
+            main_mod = type(sys)("__main__")
+            main_mod.__dict__["__builtins__"] = __builtins__
+            sys.modules["__main__"] = main_mod
+            exec(compile(target, "<string>", "exec"), main_mod.__dict__)
+        else:
+            import runpy
+
+            sys.argv = [target, *argv[2:]]
+            sys.path.insert(0, os.path.dirname(os.path.realpath(target)))
+            runpy.run_path(target, run_name="__main__")
+    except SystemExit as exc:
+        if exc.code is None:
+            code = 0
+        elif isinstance(exc.code, int):
+            code = exc.code
+        else:
+            with contextlib.suppress(Exception):
+                print(exc.code, file=sys.stderr)
+            code = 1
+    except BaseException:
+        with contextlib.suppress(Exception):
+            traceback.print_exc()
+        code = 1
+    with contextlib.suppress(BaseException):
+        if "threading" in sys.modules:
+            sys.modules["threading"]._shutdown()  # wait for non-daemon threads, as interpreter exit does
+        atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BrokenPipeError:
+            code = code or 120
+        except Exception:
+            pass
+    os._exit(code & 0xFF)
 
 
 def main() -> None:
