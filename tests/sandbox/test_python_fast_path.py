@@ -49,7 +49,9 @@ async def test_threads_are_joined_and_atexit_runs(sandbox: Sandbox) -> None:
 
 async def test_scripts_get_their_own_argv_and_path(sandbox: Sandbox) -> None:
     await sandbox.write_file("pkg/helper.py", "VALUE = 41\n")
-    await sandbox.write_file("pkg/main.py", "import sys, helper\nprint(sys.argv, helper.VALUE + 1, __name__)\n")
+    await sandbox.write_file(
+        "pkg/main.py", "import sys, helper\nprint(sys.argv, helper.VALUE + 1, __name__)\n"
+    )
     r = await sandbox.exec([PY, "pkg/main.py", "x"])
     assert (r.exit_code, r.stdout) == (0, "['pkg/main.py', 'x'] 42 __main__\n")
 
