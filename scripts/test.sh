@@ -11,6 +11,7 @@ export VF_REQUIRE_SANDBOX=1 VF_REQUIRE_POSTGRES=1 VF_REQUIRE_SMOLLM=1
 
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+.venv/bin/mypy verifiers hub_server
 set +e
 .venv/bin/python -m pytest -q -ra --durations=15 "$@"
 status=$?

@@ -89,6 +89,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs; no runtime cost
+    from verifiers import sources as sources
     from verifiers.clients.client import Client, Endpoint
     from verifiers.envs.env_group import EnvGroup
     from verifiers.envs.environment import Environment

@@ -673,7 +673,7 @@ def run_inline_python(plan: tuple[str, str], argv: list[str], env: dict[str, str
         sys.stderr = io.TextIOWrapper(
             raw_err, encoding="utf-8", errors="backslashreplace", line_buffering=True
         )
-        sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+        # sys.__stdout__ etc. keep wrapping fds 0-2, which now are the command's streams.
         import site
 
         site.main()  # a plain `python3` imports site (exit/quit builtins, site-packages if visible)
