@@ -215,3 +215,19 @@ def test_metadata_is_rewritten_while_running(tmp_path: Path) -> None:
         finally:
             proc.kill()
             proc.wait()
+
+
+async def test_progress_rate_counts_only_this_runs_rollouts(tmp_path: Path, scripted: ScriptedServer) -> None:
+    env = make_env(4)
+    out = tmp_path / "run"
+    await env.a_evaluate(scripted.url, "m", num_examples=2, output_dir=out)
+    # pretend the first run covered only 2 of 4 examples: resume the same plan with more examples
+    meta = json.loads((out / "metadata.json").read_text())
+    meta["num_examples"] = 4
+    meta["status"] = "cancelled"
+    (out / "metadata.json").write_text(json.dumps(meta))
+    progress = vf.RunProgress()
+    await env.a_evaluate(scripted.url, "m", num_examples=4, output_dir=out, resume=True, progress=progress)
+    assert (progress.done, progress.total, progress.preloaded) == (4, 4, 2)
+    elapsed = time.monotonic() - progress.started
+    assert progress.rate == pytest.approx(2 / elapsed, rel=0.2)

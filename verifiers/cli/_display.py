@@ -47,21 +47,14 @@ class ProgressDisplay:
         self.live = console.is_terminal if live is None else live
         self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
-        # Rollouts loaded from a resumed run count as done but were not produced now: rate excludes them.
-        self._base: tuple[int, float] | None = None
 
     # --- rendering ---------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         p = self.progress
-        if self._base is None and p.total:
-            self._base = (p.done, time.monotonic())
-        rate = 0.0
-        if self._base is not None and (elapsed := time.monotonic() - self._base[1]) > 0:
-            rate = (p.done - self._base[0]) / elapsed
         return {
             "done": p.done,
             "total": p.total,
-            "rate": rate,
+            "rate": p.rate,  # excludes rollouts loaded from a resumed run
             "mean_reward": p.mean_reward,
             "in_flight": p.in_flight,
             "retries_in_flight": p.retries_in_flight,

@@ -66,6 +66,8 @@ class RunProgress:
     error_examples: dict[str, str] = field(default_factory=dict)
     in_flight: int = 0
     max_in_flight: int = 0
+    #: Rollouts counted in ``done`` that an earlier (resumed) run produced; excluded from ``rate``.
+    preloaded: int = 0
     started: float = field(default_factory=time.monotonic)
     client: Client | None = None
 
@@ -75,8 +77,9 @@ class RunProgress:
 
     @property
     def rate(self) -> float:
+        """Rollouts per second produced by this run since it started generating."""
         elapsed = time.monotonic() - self.started
-        return self.done / elapsed if elapsed > 0 else 0.0
+        return (self.done - self.preloaded) / elapsed if elapsed > 0 else 0.0
 
     @property
     def retries_in_flight(self) -> int:

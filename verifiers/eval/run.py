@@ -191,6 +191,8 @@ async def run_eval(
     if progress is not None:
         progress.done += len(previous)
         progress.total += len(previous)
+        progress.preloaded += len(previous)
+        progress.started = time.monotonic()  # the rate counts from here, not from setup before the run
     if run_dir is not None:
         run_dir.open_for_append()
     write("running")
