@@ -79,8 +79,8 @@ class HostDirectory:
             return len(tar.getmembers())
 
     async def exec(self, command: list[str], *, timeout: float) -> ExecOutcome:  # noqa: ASYNC109 - Sandbox.exec's
-        # -S: no site-packages, like the sandboxes (which hide them); their .pth hooks cost ~40 ms a start
-        argv = [self.python, "-S", *command[1:]] if command[0] == "python3" else list(command)
+        # -I -S: no site-packages or PYTHON* variables, like the sandboxes; .pth hooks cost ~40 ms a start
+        argv = [self.python, "-I", "-S", *command[1:]] if command[0] == "python3" else list(command)
         # A session of its own, like every sandbox: with the kernel's autogroup scheduling each session
         # gets an equal CPU share on a busy machine, so the comparison stays fair.
         proc = await asyncio.create_subprocess_exec(

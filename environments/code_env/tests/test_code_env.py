@@ -189,6 +189,154 @@ async def test_misbehaving_solutions_only_fail_their_tests(secure_backend: str) 
     assert "SyntaxError" in (reports["syntax error"].cases[0].detail or "")
 
 
+SIX_TESTS = {
+    "fn_name": None,
+    "inputs": [f"{i}\n" for i in range(1, 7)],
+    "outputs": [f"{i}\n" for i in range(1, 7)],
+}
+ONLY_THIRD_FAILS = ["passed", "passed", "{}", "passed", "passed", "passed"]
+
+
+def statuses(report: ScoreReport) -> list[str]:
+    return [c.status for c in report.cases]
+
+
+async def test_a_test_that_hangs_only_fails_itself(secure_backend: str) -> None:
+    """The tests of a problem share a test process; one that never ends times out on its own, whether
+    the process's timer stops it or the runner has to kill the process (code stuck in C, a stopped
+    process, a solution that swallows the timeout), and the tests after it still run."""
+    codes = {
+        "sleeps": "n = int(input())\nif n == 3:\n    import time\n    time.sleep(1e9)\nprint(n)\n",
+        "backtracks in C": (
+            "import re\nn = int(input())\nif n == 3:\n    re.match(r'(a+)+$', 'a' * 64 + 'b')\nprint(n)\n"
+        ),
+        "stops itself": (
+            "import os, signal\nn = int(input())\nif n == 3:\n    os.kill(os.getpid(), signal.SIGSTOP)\nprint(n)\n"
+        ),
+        "swallows the timeout": (
+            "n = int(input())\nwhile n == 3:\n    try:\n        while True:\n            pass\n"
+            "    except BaseException:\n        pass\nprint(n)\n"
+        ),
+    }
+    t0 = time.perf_counter()
+    reports = await score_many(secure_backend, codes, SIX_TESTS, timeout=1.0)
+    assert time.perf_counter() - t0 < 40
+    for name, report in reports.items():
+        assert statuses(report) == [s.format("timeout") for s in ONLY_THIRD_FAILS], name
+        assert report.metrics()["timeouts"] == 1.0
+
+
+async def test_a_test_process_that_dies_only_fails_its_test(secure_backend: str) -> None:
+    """A test that ends its process is scored from how the process ended (as when every test had a
+    process of its own), and a fresh process runs the rest."""
+    third = "n = int(input())\nif n == 3:\n    {}\nprint(n)\n"
+    codes = {
+        "exits 0 after flushing": "import os, sys\nn = int(input())\nprint(n)\nsys.stdout.flush()\nos._exit(0)\n",
+        "exits 0 before flushing": "import os\nn = int(input())\nprint(n)\nif n == 3:\n    os._exit(0)\n",
+        "exits 3": "import os\n" + third.format("os._exit(3)"),
+        "segfaults": "import ctypes\n" + third.format("ctypes.string_at(0)"),
+        "kills its process group": "import os, signal\n" + third.format("os.killpg(0, signal.SIGKILL)"),
+        "closes every descriptor": "import os\nos.closerange(3, 1024)\nprint(input())\n",
+        "writes to the report pipe": (
+            "import os\n"
+            + third.format(
+                "for fd in range(3, 64):\n        try:\n"
+                "            os.write(fd, b'forged\\n')\n        except OSError:\n            pass"
+            )
+        ),
+    }
+    reports = await score_many(secure_backend, codes, SIX_TESTS, timeout=3.0)
+    expected = {
+        "exits 0 after flushing": ["passed"] * 6,
+        "exits 0 before flushing": [s.format("wrong") for s in ONLY_THIRD_FAILS],  # its output was lost
+        "exits 3": [s.format("error") for s in ONLY_THIRD_FAILS],
+        "segfaults": [s.format("killed") for s in ONLY_THIRD_FAILS],
+        "kills its process group": [s.format("killed") for s in ONLY_THIRD_FAILS],
+        "closes every descriptor": ["passed"] * 6,  # the report pipe too: scored from its exit status
+        "writes to the report pipe": [s.format("error") for s in ONLY_THIRD_FAILS],
+    }
+    assert {name: statuses(r) for name, r in reports.items()} == expected
+    assert "segmentation fault" in (reports["segfaults"].cases[2].detail or "")
+    assert "exit status 3" in (reports["exits 3"].cases[2].detail or "")
+
+
+async def test_every_test_starts_from_a_clean_slate(secure_backend: str) -> None:
+    """What a test changes is undone before the next one in the same process: the solution's globals
+    (it runs again in a fresh namespace; a fresh ``Solution()`` per call), builtins, the recursion
+    limit, the working directory and the standard streams."""
+    stdin_code = (
+        "import builtins, io, os, sys\n"
+        "n = int(input())\n"
+        "leaks = [name for name, leaked in [\n"
+        "    ('globals', 'counter' in globals()),\n"
+        "    ('builtins', hasattr(builtins, 'leak')),\n"
+        "    ('recursion limit', sys.getrecursionlimit() == 4321),\n"
+        "    ('cwd', os.getcwd() == '/tmp'),\n"
+        "] if leaked]\n"
+        "print(n, *leaks)\n"
+        "counter = 1\n"
+        "builtins.leak = True\n"
+        "sys.setrecursionlimit(4321)\n"
+        "os.chdir('/tmp')\n"
+        "sys.stdout = io.StringIO()\n"  # the next test must still print to its own output
+        "sys.stdin = io.StringIO('99\\n')\n"  # ... and read its own input
+    )
+    call_code = (
+        "calls = 0\n"
+        "class Solution:\n"
+        "    seen = []\n"
+        "    def f(self, x):\n"
+        "        global calls\n"
+        "        calls += 1\n"
+        "        self.seen.append(x)\n"
+        "        return x * calls * len(self.seen)\n"
+    )
+    call_tests = {"fn_name": "f", "inputs": [[i] for i in range(1, 7)], "outputs": list(range(1, 7))}
+    report = await score_on(secure_backend, stdin_code, SIX_TESTS)
+    assert report.passed, report.cases
+    report = await score_on(secure_backend, call_code, call_tests)
+    assert report.passed, report.cases
+
+
+async def test_solutions_that_replace_or_close_stdout(secure_backend: str) -> None:
+    codes = {
+        "closes sys.stdout": "import sys\nprint(input())\nsys.stdout.close()\n",
+        "reopens fd 1": "import os, sys\nsys.stdout = os.fdopen(1, 'w')\nprint(input())\n",
+        "writes bytes": "import sys\nsys.stdout.buffer.write(input().encode() + b'\\n')\n",
+        "writes to fd 1": "import os\nos.write(1, (input() + '\\n').encode())\n",
+        "prints into a StringIO": "import io, sys\nsys.stdout = io.StringIO()\nprint(input())\n",
+        "closes fd 1": "import os\nos.close(1)\nprint(input())\n",
+    }
+    reports = await score_many(secure_backend, codes, SIX_TESTS)
+    assert {name: set(statuses(r)) for name, r in reports.items()} == {
+        "closes sys.stdout": {"passed"},  # as with `python3`: what it printed was flushed on close
+        "reopens fd 1": {"passed"},
+        "writes bytes": {"passed"},
+        "writes to fd 1": {"passed"},
+        "prints into a StringIO": {"wrong"},
+        "closes fd 1": {"error"},
+    }
+
+
+async def test_memory_left_by_earlier_tests_does_not_fail_a_test(secure_backend: str) -> None:
+    """Tests share a process, and with it the memory limit: a test that runs out of memory in a process
+    that already ran other tests runs again in a fresh one. Here every test keeps 60% of what was free
+    at the start of its process, so a second test never fits beside the first."""
+    code = (
+        "import resource, sys\n"
+        "n = int(input())\n"
+        "if not hasattr(sys, 'kept'):\n"  # the first test of this process
+        "    limit = resource.getrlimit(resource.RLIMIT_AS)[0]\n"
+        "    with open('/proc/self/statm') as f:\n"
+        "        used = int(f.read().split()[0]) * resource.getpagesize()\n"
+        "    sys.size, sys.kept = (limit - used) * 6 // 10, []\n"
+        "sys.kept.append(bytes(sys.size))\n"  # calloc'd: reserved, not touched
+        "print(n)\n"
+    )
+    report = await score_on(secure_backend, code, SIX_TESTS, memory_mb=512)
+    assert report.passed, report.cases
+
+
 async def test_function_call_tests_use_solution_classes_and_tolerances(secure_backend: str) -> None:
     code = (
         "class Solution:\n"

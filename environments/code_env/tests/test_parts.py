@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import io
 import json
+import resource
+import subprocess
 import sys
+import tarfile
 import types
 from pathlib import Path
 from typing import Any
 
 import pytest
-from code_env import load_environment
+from code_env import ScoreReport, ScoringLimits, load_environment
 from code_env.parsing import CodeParser, extract_code
-from code_env.scoring import ProblemTests, parse_runner_output, stdout_matches, values_match
+from code_env.scoring import (
+    _BOOT,
+    ProblemTests,
+    _bundle,
+    parse_runner_output,
+    stdout_matches,
+    values_match,
+)
 from code_env.sources import INSTRUCTION, dataset_builder, sample_records, to_row
 
 from verifiers.errors import SandboxError
@@ -98,6 +109,40 @@ def test_runner_output_parsing() -> None:
     parsed = parse_runner_output(f"VF-CODE-RUNNER-STARTED\n{json.dumps(report)}\n", tests)
     assert [c.status for c in parsed.cases] == ["passed", "timeout"]
     assert parsed.metrics() == {"pass_rate": 0.5, "num_tests": 2.0, "timeouts": 1.0}
+
+
+def run_on_host(
+    code: str, tests: dict[str, Any], limits: ScoringLimits, root: Path, cpu_s: int
+) -> ScoreReport:
+    """The runner as a sandbox runs it (same bundle, same loader), on plain host processes whose CPU
+    limit is ``cpu_s`` (the sandbox's ``SandboxLimits.cpu_s``)."""
+    suite = ProblemTests.model_validate(tests)
+    with tarfile.open(fileobj=io.BytesIO(_bundle(code, suite, limits))) as tar:
+        tar.extractall(root / "bundle", filter="data")
+
+    def limit_cpu() -> None:
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", _BOOT, "bundle"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=limit_cpu,
+        start_new_session=True,
+    )
+    return parse_runner_output(proc.stdout, suite)
+
+
+def test_a_test_process_hands_over_before_its_cpu_limit_could_cut_a_test_short(tmp_path: Path) -> None:
+    """Tests share a process, and a process's CPU limit counts all of them: a fresh process takes over
+    before a test whose CPU budget (timeout + 1 s) no longer fits under it. Here 8 tests use 0.6 s of
+    CPU each, 4.8 s in all, under a 4 s limit."""
+    code = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6:\n    pass\nprint(input())\n"
+    tests = {"fn_name": None, "inputs": [f"{i}\n" for i in range(8)], "outputs": [f"{i}\n" for i in range(8)]}
+    report = run_on_host(code, tests, ScoringLimits(timeout=2.0), tmp_path, cpu_s=4)
+    assert report.passed, report.cases
 
 
 def test_bundled_sample_shape() -> None:
