@@ -115,6 +115,46 @@ def range_indices(records: Any, column_name: str, low: float | None, high: float
     return [i for i, v in enumerate(column(records, column_name)) if v is not None and lo <= float(v) <= hi]
 
 
+def qa_fields(
+    record: Mapping[str, Any], index: int, *, question_key: str = "question", answer_key: str = "answer"
+) -> tuple[str, str, dict[str, Any]]:
+    """``(question, answer, info)`` of a question/answer record. ``info`` is the record's decoded ``info``
+    plus every other field (solve rates, ids, …) and the bare ``question`` (judges want it without the
+    environment's instruction). A missing key is an error that names the keys to set."""
+    question, answer = record.get(question_key), record.get(answer_key)
+    if question is None or answer is None:
+        raise ValueError(
+            f"record {index} has no {question_key!r} or {answer_key!r} field (fields: {sorted(record)}); "
+            "set question_key / answer_key"
+        )
+    decoded = decode_json(record.get("info")) or {}
+    info = dict(decoded) if isinstance(decoded, Mapping) else {"raw": decoded}
+    for key, value in record.items():
+        if key not in (question_key, answer_key, "info", "prompt"):
+            info.setdefault(key, value)
+    info["question"] = str(question)
+    return str(question), str(answer), info
+
+
+def select_rows(
+    records: Any,
+    convert: Callable[[Mapping[str, Any], int], dict[str, Any]],
+    *,
+    column_name: str | None = None,
+    low: float | None = None,
+    high: float | None = None,
+    limit: int = -1,
+) -> LazyRows:
+    """Lazy rows of the records whose ``column_name`` lies in ``[low, high]`` (all when no bound), the
+    first ``limit`` of them (all when negative)."""
+    indices: Sequence[int] | None = None
+    if column_name is not None:
+        indices = range_indices(records, column_name, low, high)
+    if limit >= 0:
+        indices = (range(len(records)) if indices is None else indices)[:limit]
+    return LazyRows(records, convert, indices)
+
+
 class LazyRows:
     """Records converted to rows on access, so a large hub dataset is never converted (or held) at once.
 

@@ -269,3 +269,23 @@ def test_filter_then_lazy_rows_on_a_file(tmp_path: Path) -> None:
     indices = vf.sources.range_indices(records, "rate", 0.5, None)
     rows = vf.sources.LazyRows(records, to_row, indices)
     assert [dict(r) for r in rows] == [{"example_id": 2, "question": "3+3", "answer": "6"}]
+
+
+def test_qa_fields_merges_info_and_names_missing_keys() -> None:
+    record = {"q": "2+2?", "a": 4, "info": '{"src": "x"}', "avg@8": 0.5, "prompt": "ignored"}
+    question, answer, info = vf.sources.qa_fields(record, 3, question_key="q", answer_key="a")
+    assert (question, answer) == ("2+2?", "4")
+    assert info == {"src": "x", "avg@8": 0.5, "question": "2+2?"}
+    with pytest.raises(ValueError, match=r"record 7 has no 'question'.*set question_key"):
+        vf.sources.qa_fields({"q": "x", "answer": "y"}, 7)
+
+
+def test_select_rows_filters_then_cuts_and_keeps_source_positions() -> None:
+    records = [{"r": v} for v in (0.1, None, 0.5, 0.9, 0.6)]
+    rows = vf.sources.select_rows(
+        records, lambda rec, i: {"i": i}, column_name="r", low=0.5, high=None, limit=2
+    )
+    assert [rows[k]["i"] for k in range(len(rows))] == [2, 3]
+    everything = vf.sources.select_rows(records, lambda rec, i: {"i": i}, column_name="r")
+    assert len(everything) == 5  # no bound, no filter (and no column access)
+    assert len(vf.sources.select_rows(records, lambda rec, i: {"i": i}, limit=0)) == 0

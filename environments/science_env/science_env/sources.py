@@ -28,20 +28,11 @@ def to_row(
     record: Mapping[str, Any], index: int, *, question_key: str, answer_key: str, instruction: str
 ) -> dict[str, Any]:
     """One dataset row (contract 3.2) from a source record."""
-    question, answer = record.get(question_key), record.get(answer_key)
-    if question is None or answer is None:
-        raise ValueError(
-            f"record {index} has no {question_key!r} or {answer_key!r} field (fields: {sorted(record)}); "
-            "set question_key / answer_key"
-        )
-    decoded = vf.sources.decode_json(record.get("info")) or {}
-    info = dict(decoded) if isinstance(decoded, Mapping) else {"raw": decoded}
-    for key, value in record.items():
-        if key not in (question_key, answer_key, "info", "prompt"):
-            info.setdefault(key, value)
-    info["question"] = str(question)  # the bare question, for judges (the prompt adds the instruction)
-    text = f"{instruction}\n\n{question}" if instruction else str(question)
-    return {"example_id": index, "question": text, "answer": str(answer), "info": info, "task": "science"}
+    question, answer, info = vf.sources.qa_fields(
+        record, index, question_key=question_key, answer_key=answer_key
+    )
+    text = f"{instruction}\n\n{question}" if instruction else question
+    return {"example_id": index, "question": text, "answer": answer, "info": info, "task": "science"}
 
 
 @cache
@@ -85,10 +76,14 @@ def builder(
             )
         else:
             records = vf.sources.read_records(source, install_hint=INSTALL_HINT)
-        indices = vf.sources.range_indices(records, solve_rate_column, min_solve_rate, max_solve_rate)
-        if num_examples >= 0:
-            indices = (range(len(records)) if indices is None else indices)[:num_examples]
-        return vf.sources.LazyRows(records, convert, indices)
+        return vf.sources.select_rows(
+            records,
+            convert,
+            column_name=solve_rate_column,
+            low=min_solve_rate,
+            high=max_solve_rate,
+            limit=num_examples,
+        )
 
     return build
 
