@@ -7,7 +7,7 @@ server response — and are what readers validate against (``RolloutResult.model
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -69,7 +69,6 @@ class ModelResponse:
     completion_logprobs: list[float] | None = None
     #: Which endpoint served it (for logs and round-robin tests).
     endpoint: str | None = None
-    raw: dict[str, Any] | None = field(default=None, repr=False)
 
     @property
     def text(self) -> str:

@@ -282,3 +282,14 @@ async def test_environment_runs_start_and_stop_the_rubric(scripted: ScriptedServ
     scripted.handler = lambda body: Reply(status=400)  # a failing run still tears down
     await env.a_evaluate(scripted.url, "m")
     assert events[-2:] == ["teardown", "teardown"]
+
+
+async def test_a_timeout_error_from_env_code_is_not_the_rollout_budget(scripted: ScriptedServer) -> None:
+    class SlowTool(vf.MultiTurnEnv):
+        async def env_response(self, messages, state):
+            raise TimeoutError("tool gave up")
+
+    env = SlowTool(dataset=rows(1), timeout=30)
+    (state,) = await env.a_generate(env.select_rows(), scripted.url, "m")
+    assert state["stop_condition"] == "error"
+    assert (state["error"]["category"], state["error"]["type"]) == ("env", "TimeoutError")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import itertools
-import os
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -128,11 +127,6 @@ class Client:
         #: Called with (attempt, delay, reason) before each retry sleep; used by progress displays.
         self.on_retry: Callable[[int, float, str], None] | None = None
 
-    @classmethod
-    def from_env(cls, base_url: str, api_key_var: str | None = "OPENAI_API_KEY", **kw: Any) -> Client:
-        key = os.environ.get(api_key_var) if api_key_var else None
-        return cls(base_url, key, **kw)
-
     def _make_headers(self, endpoint: Endpoint) -> dict[str, str]:
         h = {"Content-Type": "application/json", **self._extra_headers}
         if endpoint.api_key:
@@ -152,9 +146,7 @@ class Client:
         if self._session is None or self._session.closed or self._session_loop is not loop:
             # A session is bound to its event loop; sync wrappers may run us on a fresh loop.
             connector = aiohttp.TCPConnector(limit=self._max_connections, ttl_dns_cache=300)
-            self._session = aiohttp.ClientSession(
-                connector=connector, timeout=self._timeout, json_serialize=lambda o: orjson.dumps(o).decode()
-            )
+            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
             self._session_loop = loop
         return self._session
 

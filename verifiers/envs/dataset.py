@@ -6,6 +6,7 @@ import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from verifiers.sources import decode_json
 from verifiers.types import Messages, Row
 
 
@@ -102,14 +103,9 @@ def normalize_row(
     default_task: str,
 ) -> Row:
     """A contract-3.2 row: ``example_id`` (the row's own or its index), ``prompt``, ``answer``, ``info``, ``task``."""
-    info = row.get("info") or {}
-    if isinstance(info, str):  # HF datasets often store info as a JSON string
-        import json
-
-        try:
-            info = json.loads(info)
-        except ValueError:
-            info = {"raw": info}
+    info = decode_json(row.get("info")) or {}  # HF datasets often store info as a JSON string
+    if not isinstance(info, Mapping):
+        info = {"raw": info}
     example_id = row.get("example_id")
     return {
         "example_id": int(example_id) if example_id is not None else index,

@@ -4,18 +4,32 @@ from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
 from verifiers.clients import Client
 from verifiers.envs.dataset import DatasetBuilder, DatasetLike, Rows, normalize_row
-from verifiers.eval.engine import ProgressCallback, RunProgress, run_generate
+from verifiers.eval.engine import ProgressCallback, RunProgress, ScoreMode, run_generate
 from verifiers.eval.run import EvalRun, run_eval
 from verifiers.eval.sync import run_sync
 from verifiers.parsers import Parser
 from verifiers.rubrics import Rubric
 from verifiers.types import Messages, MessageType, Row, SamplingArgs, State
+
+
+@asynccontextmanager
+async def _own_client(client: Client | str) -> AsyncIterator[Client]:
+    """``client`` as given, or a client for a base URL that lives (and is closed) with the call."""
+    if isinstance(client, Client):
+        yield client
+        return
+    owned = Client(client)
+    try:
+        yield owned
+    finally:
+        await owned.aclose()
 
 
 class Environment(ABC):
@@ -77,11 +91,11 @@ class Environment(ABC):
     # --- data --------------------------------------------------------------------------------------
     def rows(self, split: str = "eval") -> Rows:
         """The eval split (falls back to the training set) or the ``train`` split (falls back to eval)."""
+        if split not in ("eval", "train"):
+            raise ValueError(f"split must be 'eval' or 'train', not {split!r}")
         first, second = (
             (self._eval_dataset, self._dataset) if split == "eval" else (self._dataset, self._eval_dataset)
         )
-        if split not in ("eval", "train"):
-            raise ValueError(f"split must be 'eval' or 'train', not {split!r}")
         chosen = first or second
         assert chosen is not None
         return chosen
@@ -191,12 +205,11 @@ class Environment(ABC):
         rollouts_per_example: int = 1,
         max_concurrent: int = 32,
         sampling_args: SamplingArgs | None = None,
-        score: str = "group",
+        score: ScoreMode = "group",
     ) -> list[State]:
         """Roll out and score every row ``rollouts_per_example`` times; states come back in
         (row, rollout_index) order. Nothing is written to disk (that is ``evaluate``)."""
-        client_obj = client if isinstance(client, Client) else Client(client)
-        try:
+        async with _own_client(client) as client_obj:
             return await run_generate(
                 self,
                 rows,
@@ -207,9 +220,6 @@ class Environment(ABC):
                 sampling_args=sampling_args,
                 score=score,
             )
-        finally:
-            if client_obj is not client:
-                await client_obj.aclose()
 
     def generate(self, rows: Sequence[Row], client: Client | str, model: str, **kwargs: Any) -> list[State]:
         """Synchronous ``a_generate`` (works inside and outside a running event loop)."""
@@ -226,7 +236,7 @@ class Environment(ABC):
         sampling_args: SamplingArgs | None = None,
         seed: int | None = None,
         shuffle: bool = False,
-        score: str = "group",
+        score: ScoreMode = "group",
         output_dir: str | Path | None = None,
         resume: bool = False,
         progress: RunProgress | None = None,
@@ -235,8 +245,7 @@ class Environment(ABC):
     ) -> EvalRun:
         """Evaluate on the eval split. With ``output_dir``, results stream to ``results.jsonl`` and
         ``metadata.json`` there as each group completes, and ``resume=True`` completes a previous run."""
-        client_obj = client if isinstance(client, Client) else Client(client)
-        try:
+        async with _own_client(client) as client_obj:
             return await run_eval(
                 self,
                 client_obj,
@@ -254,9 +263,6 @@ class Environment(ABC):
                 on_group=on_group,
                 pass_threshold=pass_threshold,
             )
-        finally:
-            if client_obj is not client:
-                await client_obj.aclose()
 
     def evaluate(self, client: Client | str, model: str, **kwargs: Any) -> EvalRun:
         """Synchronous ``a_evaluate`` (works inside and outside a running event loop)."""

@@ -53,10 +53,9 @@ def local_environments(root: Path | None = None) -> dict[str, Path]:
     out: dict[str, Path] = {}
     if base.is_dir():
         for p in sorted(base.iterdir()):
-            pp = p / "pyproject.toml"
-            if pp.is_file():
+            if (p / "pyproject.toml").is_file():
                 try:
-                    name = tomllib.loads(pp.read_text())["project"]["name"]
+                    name = read_project(p)["project"]["name"]
                 except (KeyError, tomllib.TOMLDecodeError):
                     continue
                 out[normalize_name(name)] = p
@@ -64,9 +63,8 @@ def local_environments(root: Path | None = None) -> dict[str, Path]:
 
 
 def read_project(project_dir: Path) -> dict[str, Any]:
-    """The ``[project]`` and ``[tool.verifiers]`` tables of a local environment project."""
-    data = tomllib.loads((project_dir / "pyproject.toml").read_text())
-    return data
+    """The parsed ``pyproject.toml`` of a local environment project."""
+    return tomllib.loads((project_dir / "pyproject.toml").read_text())
 
 
 def _module_path(module: ModuleType) -> Path | None:

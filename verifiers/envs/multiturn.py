@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from verifiers.clients import Client
 from verifiers.envs.environment import Environment
-from verifiers.errors import OverlongPromptError, RolloutTimeoutError, VerifiersError, error_record
+from verifiers.errors import OverlongPromptError, RolloutTimeoutError, error_record
 from verifiers.types import Messages, ModelResponse, Row, SamplingArgs, State
 
 F = TypeVar("F", bound=Callable[..., Any])
+logger = logging.getLogger(__name__)
+#: stop_condition recorded for errors that end a rollout for a known reason (else "error").
+_ERROR_STOPS: tuple[tuple[type[Exception], str], ...] = (
+    (OverlongPromptError, "prompt_too_long"),
+    (RolloutTimeoutError, "timeout"),
+)
 
 
 def stop(func: F | None = None, *, priority: int = 0) -> Any:
@@ -161,26 +168,22 @@ class MultiTurnEnv(Environment):
     ) -> State:
         state = self.init_state(row, rollout_index)
         args = self.merged_sampling_args(sampling_args)
+        deadline = asyncio.timeout(self.timeout)  # None: no budget
         try:
-            if self.timeout is None:
-                await self._loop(client, model, state, args, endpoint)
-            else:
-                try:
-                    async with asyncio.timeout(self.timeout):
-                        await self._loop(client, model, state, args, endpoint)
-                except TimeoutError:
-                    raise RolloutTimeoutError(
-                        f"rollout exceeded its {self.timeout:g}s wall-clock budget"
-                    ) from None
-        except OverlongPromptError as exc:
-            state["error"] = exc.to_record()
-            state["stop_condition"] = "prompt_too_long"
-        except RolloutTimeoutError as exc:
-            state["error"] = exc.to_record()
-            state["stop_condition"] = "timeout"
-        except (VerifiersError, Exception) as exc:
+            try:
+                async with deadline:
+                    await self._loop(client, model, state, args, endpoint)
+            except TimeoutError:
+                if not deadline.expired():  # a TimeoutError from inside, not our budget
+                    raise
+                raise RolloutTimeoutError(
+                    f"rollout exceeded its {self.timeout:g}s wall-clock budget"
+                ) from None
+        except Exception as exc:
             state["error"] = error_record(exc)
-            state["stop_condition"] = "error"
+            state["stop_condition"] = next(
+                (name for kind, name in _ERROR_STOPS if isinstance(exc, kind)), "error"
+            )
         finally:
             await asyncio.shield(self._cleanup(state))
         return state
@@ -191,3 +194,5 @@ class MultiTurnEnv(Environment):
         except Exception as exc:  # a failed cleanup is an env bug worth seeing, not a crash of the run
             if state.get("error") is None:
                 state["error"] = error_record(exc)
+            else:  # the rollout's own error stays the recorded cause; this one must not vanish
+                logger.warning("cleanup_state failed after a rollout error: %r", exc)

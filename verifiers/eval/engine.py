@@ -26,10 +26,6 @@ ProgressCallback = Callable[[Sequence[State]], None]
 class RolloutEnv(Protocol):
     """What the engine needs of an environment."""
 
-    env_id: str
-    env_version: str
-    env_content_hash: str
-
     async def rollout(
         self,
         client: Client,
@@ -50,8 +46,6 @@ class RolloutEnv(Protocol):
     async def teardown(self) -> None: ...
 
     def init_state(self, row: Row, rollout_index: int) -> State: ...
-
-    def merged_sampling_args(self, override: SamplingArgs | None) -> SamplingArgs: ...
 
 
 @dataclass
@@ -125,7 +119,7 @@ class _Scheduler:
             raise ValueError(f"score must be 'group' or 'rollout', not {score!r}")
         self.env, self.client, self.model = env, client, model
         self.sem = asyncio.Semaphore(max_concurrent)
-        self.sampling_args = env.merged_sampling_args(sampling_args)
+        self.sampling_args = sampling_args  # the environment merges its own defaults under these
         self.score = score
         self.on_group = on_group
         self.progress = progress
@@ -161,9 +155,10 @@ class _Scheduler:
     async def _score(fn: Callable[[Any], Any], arg: Any) -> None:
         try:
             await fn(arg)
-        except Exception as exc:  # the rubric itself failed: record on every rollout it was scoring
+        except Exception as exc:  # the rubric itself failed: record it on every rollout it was scoring
             for s in arg if isinstance(arg, list) else [arg]:
-                s["error"] = error_record(exc)
+                if s.get("error") is None:  # an earlier error (e.g. the model's) is the real cause
+                    s["error"] = error_record(exc)
                 s["reward"] = None
 
     async def group(self, plan: GroupPlan) -> list[State]:
@@ -265,7 +260,7 @@ async def run_generate(
     rollouts_per_example: int = 1,
     max_concurrent: int = 32,
     sampling_args: SamplingArgs | None = None,
-    score: ScoreMode | str = "group",
+    score: ScoreMode = "group",
 ) -> list[State]:
     """Generate and score ``rollouts_per_example`` rollouts of every row, in (row, rollout) order."""
     if rollouts_per_example < 1:
@@ -280,7 +275,7 @@ async def run_generate(
             model,
             max_concurrent=max_concurrent,
             sampling_args=sampling_args,
-            score=score,  # type: ignore[arg-type]
+            score=score,
         )
     finally:
         await env.teardown()

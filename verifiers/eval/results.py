@@ -50,9 +50,8 @@ class RunDirectory:
     def write_metadata(self, meta: RunMetadata, *, durable: bool = False) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         tmp = self.metadata_path.with_name(f".{METADATA_FILE}.{os.getpid()}.tmp")
-        data = orjson.dumps(meta.model_dump(mode="json"), option=orjson.OPT_INDENT_2)
-        with open(tmp, "wb") as f:
-            f.write(data)
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(meta.model_dump_json(indent=2))
             if durable:
                 f.flush()
                 os.fsync(f.fileno())

@@ -14,7 +14,7 @@ from verifiers.clients import Client
 from verifiers.eval.engine import GroupPlan, ProgressCallback, RolloutEnv, RunProgress, ScoreMode, schedule
 from verifiers.eval.metrics import RunAggregate
 from verifiers.eval.results import RunDirectory
-from verifiers.types import Row, RunCounts, RunMetadata, SamplingArgs, State, UsageInfo
+from verifiers.types import Row, RunCounts, RunMetadata, RunStatus, SamplingArgs, State, UsageInfo
 
 #: How often (at most) metadata.json is rewritten while a run progresses.
 METADATA_INTERVAL_S = 1.0
@@ -25,6 +25,11 @@ class ResumeMismatchError(ValueError):
 
 
 class EvaluableEnv(RolloutEnv, Protocol):
+    """What an evaluation run needs on top of the engine's protocol: identity, rows and records."""
+
+    env_id: str
+    env_version: str
+    env_content_hash: str
     env_args: dict[str, Any]
 
     def select_rows(
@@ -32,6 +37,8 @@ class EvaluableEnv(RolloutEnv, Protocol):
     ) -> list[Row]: ...
 
     def result_record(self, state: State) -> dict[str, Any]: ...
+
+    def merged_sampling_args(self, override: SamplingArgs | None) -> SamplingArgs: ...
 
 
 @dataclass
@@ -94,7 +101,7 @@ async def run_eval(
     sampling_args: SamplingArgs | None = None,
     seed: int | None = None,
     shuffle: bool = False,
-    score: ScoreMode | str = "group",
+    score: ScoreMode = "group",
     output_dir: Path | None = None,
     resume: bool = False,
     progress: RunProgress | None = None,
@@ -156,8 +163,9 @@ async def run_eval(
     base_duration = meta.duration_s
     last_write = 0.0
 
-    def refresh(status: str) -> None:
-        meta.status = status  # type: ignore[assignment]
+    def write(status: RunStatus, *, final: bool = False) -> None:
+        nonlocal last_write
+        meta.status = status
         meta.counts = RunCounts(
             planned=meta.counts.planned, completed=agg.completed, scored=agg.scored, errored=dict(agg.errored)
         )
@@ -167,10 +175,6 @@ async def run_eval(
         meta.pass_at_k = agg.pass_at_k(rollouts_per_example)
         meta.usage = UsageInfo(prompt_tokens=agg.prompt_tokens, completion_tokens=agg.completion_tokens)
         meta.duration_s = base_duration + (time.monotonic() - t_start)
-
-    def write(status: str, *, final: bool = False) -> None:
-        nonlocal last_write
-        refresh(status)
         if final:
             meta.finished_at = _now()
         if run_dir is not None:
@@ -196,7 +200,7 @@ async def run_eval(
     if run_dir is not None:
         run_dir.open_for_append()
     write("running")
-    status = "failed"
+    status: RunStatus = "failed"
     try:
         await env.setup()
         try:
@@ -207,7 +211,7 @@ async def run_eval(
                 model,
                 max_concurrent=max_concurrent,
                 sampling_args=sampling_args,
-                score=score,  # type: ignore[arg-type]
+                score=score,
                 on_group=handle_group,
                 progress=progress,
                 collect=False,

@@ -206,9 +206,8 @@ class Rubric:
                 f"reward function {spec.name!r} raised {type(exc).__name__}: {exc}"
             ) from exc
 
-    async def _score_one(self, state: State, specs: Sequence[_RewardSpec]) -> None:
-        """Run per-rollout functions on one rollout, accumulating into ``state['_partial']``."""
-        partial: dict[str, float] = state.setdefault("_partial", {})
+    async def _score_one(self, state: State, partial: dict[str, float], specs: Sequence[_RewardSpec]) -> None:
+        """Run per-rollout functions on one rollout, accumulating their values into ``partial``."""
         for spec in specs:
             if state.get("error") is not None:
                 return
@@ -228,14 +227,12 @@ class Rubric:
     async def score_group(self, states: Sequence[State]) -> None:
         """Score the rollouts of one example in place. Rollouts that already errored are left unscored."""
         t0 = time.perf_counter()
+        partials: dict[int, dict[str, float]] = {id(s): {} for s in states}  # function values per rollout
         live = [s for s in states if s.get("error") is None]
         rollout_specs = [s for s in self._specs if not s.is_group]
         group_specs = [s for s in self._specs if s.is_group]
         if rollout_specs and live:
-            if len(live) == 1:
-                await self._score_one(live[0], rollout_specs)
-            else:
-                await asyncio.gather(*(self._score_one(s, rollout_specs) for s in live))
+            await asyncio.gather(*(self._score_one(s, partials[id(s)], rollout_specs) for s in live))
         for spec in group_specs:
             live = [s for s in live if s.get("error") is None]
             if not live:
@@ -254,15 +251,13 @@ class Rubric:
                     s["error"] = rec
                 break
             for s, (value, extra) in zip(live, values, strict=True):
-                partial = s.setdefault("_partial", {})
-                partial[spec.name] = value
-                partial.update(extra)
+                partials[id(s)][spec.name] = value
+                partials[id(s)].update(extra)
         elapsed = time.perf_counter() - t0
         for s in states:
-            self._finish(s, elapsed)
+            self._finish(s, partials[id(s)], elapsed)
 
-    def _finish(self, state: State, elapsed: float) -> None:
-        partial: dict[str, float] = state.pop("_partial", {})
+    def _finish(self, state: State, partial: dict[str, float], elapsed: float) -> None:
         metrics = state.setdefault("metrics", {})
         metrics.update(partial)
         timing = state.get("timing")
@@ -286,6 +281,10 @@ class RubricGroup(Rubric):
     @property
     def func_names(self) -> list[str]:
         return [n for r in self.rubrics for n in r.func_names]
+
+    @property
+    def weights(self) -> list[float]:
+        return [w for r in self.rubrics for w in r.weights]
 
     @property
     def has_group_funcs(self) -> bool:
