@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -198,7 +197,6 @@ def test_ctrl_c_leaves_a_consistent_resumable_run(tmp_path: Path) -> None:
     assert json.loads((out / "metadata.json").read_text())["status"] == "completed"
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="posix only")
 def test_metadata_is_rewritten_while_running(tmp_path: Path) -> None:
     out = tmp_path / "run"
     with ScriptedServer(delay=0.05) as srv:
