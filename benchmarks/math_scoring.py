@@ -10,9 +10,9 @@ In the same run it scores every pair
    workers are started and warm before the clock starts; pool start-up is printed separately);
 2. through a plain single-process loop in a fresh interpreter: the same answer extraction, then
    ``verify(parse("\\boxed{gold}"), parse("\\boxed{answer}"))`` per pair;
-and prints items/s for both, their ratio, and the agreement (exit status 1 on any disagreement). The two
-are run ``--repeat`` times, interleaved, because other work on the machine skews single runs; the
-median of the paired ratios is the headline figure.
+and prints items/s for both, their ratio, and the agreement (exit status 1 on any disagreement; a
+scoring error counts as one). The two are run ``--repeat`` times, interleaved, because other work on
+the machine skews single runs; the median of the paired ratios is the headline figure.
 
 Target on a 2-core machine: MathRubric >= 3x the plain loop, identical verdicts on every pair.
 
@@ -188,7 +188,7 @@ def _proc_cpu(pid: int) -> float:
 
 @dataclass
 class RubricRun:
-    verdicts: list[bool]
+    verdicts: list[bool | None]  # None: a scoring error (counted as a disagreement, never as False)
     elapsed: float
     startup: float
     cpu: float  # parent + workers, scoring only (start-up excluded)
@@ -237,7 +237,8 @@ async def rubric_run(pairs: list[tuple[str, str]], workers: int, concurrency: in
     errors = [s["error"] for s in states if s.get("error")]
     if errors:
         print(f"!! {len(errors)} scoring errors, e.g. {errors[0]}")
-    return RubricRun([s.get("reward") == 1.0 for s in states], elapsed, startup, cpu, stats)
+    verdicts = [None if s.get("error") else s.get("reward") == 1.0 for s in states]
+    return RubricRun(verdicts, elapsed, startup, cpu, stats)
 
 
 def plain_in_subprocess(args: argparse.Namespace) -> tuple[list[bool], float, float]:

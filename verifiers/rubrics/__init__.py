@@ -28,6 +28,7 @@ _LAZY: dict[str, str] = {
     "JudgeRubric": "verifiers.rubrics.judge_rubric",
     "JudgeVerdict": "verifiers.rubrics.judge_rubric",
     "parse_verdict": "verifiers.rubrics.judge_rubric",
+    "judge_from_args": "verifiers.rubrics.judge_rubric",
     "HybridMathRubric": "verifiers.rubrics.hybrid_math_rubric",
 }
 
@@ -44,6 +45,7 @@ __all__ = [
     "compute_advantages",
     "group_reward",
     "is_group_reward",
+    "judge_from_args",
     "parse_verdict",
     "question_text",
     "quick_verdict",
@@ -60,6 +62,6 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from verifiers.rubrics.hybrid_math_rubric import HybridMathRubric
-    from verifiers.rubrics.judge_rubric import JudgeRubric, JudgeVerdict, parse_verdict
+    from verifiers.rubrics.judge_rubric import JudgeRubric, JudgeVerdict, judge_from_args, parse_verdict
     from verifiers.rubrics.math_pool import MathVerifyPool, VerifyOutcome, quick_verdict
     from verifiers.rubrics.math_rubric import MathRubric, question_text

@@ -70,6 +70,13 @@ class HybridMathRubric(MathRubric):
         self, *, response: str | None, answer: str, question: str, info: Mapping[str, Any]
     ) -> Score:
         score = await super().score_answer(response=response, answer=answer, question=question, info=info)
+        return await self.judge_unconfirmed(score, response=response, answer=answer, question=question)
+
+    async def judge_unconfirmed(
+        self, score: Score, *, response: str | None, answer: str, question: str
+    ) -> Score:
+        """Record math-verify's verdict ``score`` and, when it did not confirm an extracted answer of
+        acceptable length, fold in the judge's (``response`` and ``answer`` as the judge should see them)."""
         score.metrics["math_verify_correct"] = score.value
         if score.value >= 1.0 or response is None or score.metrics.get("answer_too_long"):
             return score

@@ -33,6 +33,10 @@ from verifiers.types import Messages, SamplingArgs
 
 VerdictFormat = Literal["yes_no", "abc"]
 
+DEFAULT_JUDGE_MODEL = "gpt-4.1-mini"
+DEFAULT_JUDGE_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_JUDGE_API_KEY_VAR = "OPENAI_API_KEY"
+
 YES_NO_PROMPT = """You are checking a student's final answer against the reference answer.
 
 Question:
@@ -154,9 +158,9 @@ class JudgeRubric(Rubric):
         parser: Parser | None = None,
         *,
         judge_client: Client | None = None,
-        judge_model: str = "gpt-4.1-mini",
-        judge_base_url: str = "https://api.openai.com/v1",
-        judge_api_key_var: str | None = "OPENAI_API_KEY",
+        judge_model: str = DEFAULT_JUDGE_MODEL,
+        judge_base_url: str = DEFAULT_JUDGE_BASE_URL,
+        judge_api_key_var: str | None = DEFAULT_JUDGE_API_KEY_VAR,
         judge_prompt: str | None = None,
         verdict_format: VerdictFormat = "yes_no",
         judge_sampling_args: SamplingArgs | None = None,
@@ -194,15 +198,13 @@ class JudgeRubric(Rubric):
     # --- lifecycle ---------------------------------------------------------------------------------
     @property
     def client(self) -> Client:
+        """The judge client (made on first use when none was given: nothing to start in ``setup``)."""
         if self._client is None:
             key = os.environ.get(self._api_key_var) if self._api_key_var else None
             self._client = Client(
                 self._base_url, key, max_retries=self._max_retries, timeout=self._request_timeout
             )
         return self._client
-
-    async def setup(self) -> None:
-        """Nothing to start: the client connects on first use."""
 
     async def teardown(self) -> None:
         if self._owns_client and self._client is not None:
@@ -280,3 +282,22 @@ class JudgeRubric(Rubric):
         verdict = await self.judge(question=question, answer=str(answer), response=response)
         metrics["judge_invalid"] = 1.0 if verdict.invalid else 0.0
         return Score(1.0 if verdict.correct else 0.0, metrics)
+
+
+def judge_from_args(
+    *,
+    judge_model: str | None = None,
+    judge_base_url: str | None = None,
+    judge_api_key_var: str | None = None,
+    verdict_format: VerdictFormat = "yes_no",
+) -> JudgeRubric | None:
+    """The judge an environment's ``judge_*`` arguments ask for: ``None`` unless a model or a URL is
+    given; an argument left ``None`` keeps ``JudgeRubric``'s default."""
+    if judge_model is None and judge_base_url is None:
+        return None
+    return JudgeRubric(
+        judge_model=DEFAULT_JUDGE_MODEL if judge_model is None else judge_model,
+        judge_base_url=DEFAULT_JUDGE_BASE_URL if judge_base_url is None else judge_base_url,
+        judge_api_key_var=DEFAULT_JUDGE_API_KEY_VAR if judge_api_key_var is None else judge_api_key_var,
+        verdict_format=verdict_format,
+    )

@@ -47,6 +47,7 @@ VerifySource = Literal["worker", "fast", "cache"]
 _WORKER = Path(__file__).with_name("_math_worker.py")
 #: Past this many seconds in the queue an item is taken by the next free worker, gold cached or not.
 _MAX_AFFINITY_WAIT = 2.0
+_CLOSED = "the math-verify pool was closed before this answer was verified"
 _INT = re.compile(r"-?(?:0|[1-9][0-9]{0,11})")
 _DEC = re.compile(r"-?[0-9]{1,12}(?:\.[0-9]{1,12})?")
 
@@ -232,13 +233,10 @@ class MathVerifyPool:
             if self._closed:
                 return
             self._closed = True
-            pending = [t for dq in self._pending.values() for t in dq]
-            self._pending.clear()
-            self._pending_count = 0
+            pending = self._drain_pending()
             busy = [s for s in self._slots if s.busy]
-            self._cv.notify_all()
         for t in pending:
-            self._fail(t, ScoringError("the math-verify pool was closed before this answer was verified"))
+            self._fail(t, ScoringError(_CLOSED))
         # Idle workers are told to quit by their threads; busy ones are interrupted.
         for slot in busy if wait else self._slots:
             proc = slot.proc
@@ -320,11 +318,19 @@ class MathVerifyPool:
         self._pending_count += 1
         self._cv.notify_all()  # not notify(): a wait_ready() caller could swallow the wake-up
 
+    def _drain_pending(self) -> list[_Task]:
+        # caller holds self._cv: empty the queue (its tasks are the caller's to fail) and wake everyone
+        pending = [t for dq in self._pending.values() for t in dq]
+        self._pending.clear()
+        self._pending_count = 0
+        self._cv.notify_all()
+        return pending
+
     def _requeue(self, tasks: list[_Task]) -> None:
         with self._cv:
             if self._closed:
                 for t in tasks:
-                    self._fail(t, ScoringError("the math-verify pool was closed"))
+                    self._fail(t, ScoringError(_CLOSED))
                 return
             for t in reversed(tasks):
                 self._enqueue(t, front=True)
@@ -342,7 +348,7 @@ class MathVerifyPool:
         for gold in self._pending:
             if not any(gold in g for g in others):
                 return gold
-        return next(iter(self._pending))
+        return oldest
 
     def _take(self, slot: _Slot) -> list[_Task] | None:
         with self._cv:
@@ -365,12 +371,13 @@ class MathVerifyPool:
             slot.golds.move_to_end(gold)
             while len(slot.golds) > self.parse_cache_size:
                 slot.golds.popitem(last=False)
-            return [t for t in batch if t.wanted or self._drop(t)]
-
-    def _drop(self, task: _Task) -> bool:
-        # every waiter was cancelled: forget the task. Called under the lock.
-        self._inflight.pop((task.gold, task.pred), None)
-        return False
+            live: list[_Task] = []
+            for t in batch:  # `wanted` read once per task: waiters may be cancelled meanwhile
+                if t.wanted:
+                    live.append(t)
+                else:  # every waiter was cancelled: forget the task
+                    self._inflight.pop((t.gold, t.pred), None)
+            return live
 
     # --- internals: results ------------------------------------------------------------------------
     def _resolve(self, task: _Task, outcome: VerifyOutcome) -> None:
@@ -502,10 +509,7 @@ class MathVerifyPool:
         with self._cv:
             if self._broken is None:
                 self._broken = reason
-            pending = [t for dq in self._pending.values() for t in dq]
-            self._pending.clear()
-            self._pending_count = 0
-            self._cv.notify_all()
+            pending = self._drain_pending()
         for t in pending:
             self._fail(t, ScoringError(reason))
 
@@ -543,9 +547,7 @@ class MathVerifyPool:
             rest = batch[i + 1 :]
             if self._closed:
                 for t in (task, *rest):
-                    self._fail(
-                        t, ScoringError("the math-verify pool was closed before this answer was verified")
-                    )
+                    self._fail(t, ScoringError(_CLOSED))
                 return
             if crashed:
                 self._resolve(task, VerifyOutcome(False, "crashed", "worker", 0.0))

@@ -18,6 +18,7 @@ class LogicParser(vf.MaybeThinkParser):
 
     def __init__(self) -> None:
         self._xml = vf.XMLParser(["answer"])
+        self._after_think = vf.MaybeThinkParser()  # the message after a closed think block, as is
         super().__init__(extract_fn=self._answer_tag)
 
     def _answer_tag(self, text: str) -> str | None:
@@ -29,11 +30,11 @@ class LogicParser(vf.MaybeThinkParser):
         texts = vf.parsers.assistant_texts(completion)
         if not texts:
             return None
-        return vf.MaybeThinkParser().parse(texts[-1])
+        return self._after_think.parse(texts[-1])
 
     def follows_format(self, text: str) -> bool:
         """Exactly one closed ``<answer>`` block after the (optional, closed) think block."""
-        after = vf.MaybeThinkParser().parse(text)
+        after = self._after_think.parse(text)
         return after is not None and len(self._xml.parse_all(after)["answer"]) == 1
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import verifiers as vf
 from logic_env.parsing import last_code_block, last_nested_brackets
 from logic_env.tasks import get_task
+from logic_env.tasks.sudoku import BOXES
 from verifiers import extract_boxed_answer
 
 log = logging.getLogger(__name__)
@@ -100,10 +101,9 @@ def _sudoku(question: str, answer: str, meta: Mapping[str, Any]) -> Adapted | No
         for row in meta["original_sudoku"]
     ]
     size = len(puzzle)
-    boxes = {4: [2, 2], 6: [2, 3], 9: [3, 3]}
-    if size not in boxes or any(len(r) != size for r in puzzle):
+    if size not in BOXES or any(len(r) != size for r in puzzle):
         return None
-    return {"puzzle": puzzle, "size": size, "box": boxes[size]}, answer or None
+    return {"puzzle": puzzle, "size": size, "box": list(BOXES[size])}, answer or None
 
 
 def _futoshiki(question: str, answer: str, meta: Mapping[str, Any]) -> Adapted | None:
@@ -223,7 +223,7 @@ def read_source(source: str, split: str) -> Iterable[Mapping[str, Any]]:
         return vf.sources.hf_records(  # type: ignore[no-any-return]
             vf.sources.INTELLECT3_DATASET, HUB_SUBSET, split=split, install_hint=INSTALL_HINT
         )
-    return vf.sources.read_records(source, install_hint="pip install pyarrow")  # type: ignore[no-any-return]
+    return vf.sources.read_records(source)  # type: ignore[no-any-return]
 
 
 def build_rows(

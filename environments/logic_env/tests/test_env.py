@@ -18,6 +18,7 @@ from logic_env.parsing import LogicParser
 from logic_env.tasks import TASK_NAMES, TaskSpec, get_task
 
 import verifiers as vf
+from tests.env_testing import run_vf_eval
 from tests.scripted_server import Reply, ScriptedServer
 from verifiers.errors import EnvArgumentError
 
@@ -202,27 +203,13 @@ def test_evaluate_against_scripted_server_rewards_the_scripted_correct_fraction(
     assert run.metadata.avg_reward == pytest.approx(len(correct_ids) / 36)
 
 
-def _vf_eval() -> Path:
-    exe = Path(sys.executable).parent / "vf-eval"
-    if not exe.exists():
-        pytest.skip("vf-eval is not installed in this environment")
-    return exe
-
-
 def test_vf_eval_cli_against_scripted_server(tmp_path: Path) -> None:
-    exe = _vf_eval()
     rows = logic_env.load_environment(num_examples=10, difficulty="easy").select_rows(10)
     correct_ids = {r["example_id"] for r in rows if r["example_id"] < 6}
     with ScriptedServer(handler=_scripted_handler(rows, correct_ids)) as server:
         args = ["logic-env", "-b", server.url, "-m", "m", "-n", "10", "-r", "1", "--json"]
         args += ["-a", json.dumps({"num_examples": 10, "difficulty": "easy"}), "-o", str(tmp_path / "run")]
-        proc = subprocess.run(
-            [str(exe), *args],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=tmp_path,
-        )
+        proc = run_vf_eval(*args, cwd=tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(proc.stdout)
     assert summary["metadata"]["counts"]["completed"] == 10

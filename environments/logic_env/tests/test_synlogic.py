@@ -16,9 +16,12 @@ from logic_env import synlogic
 from logic_env.env import correct_answer
 from logic_env.parsing import LogicParser
 
+import verifiers as vf
+from tests.env_testing import fake_datasets
 from tests.scripted_server import Reply, ScriptedServer
 
 FIXTURE = Path(__file__).parent / "fixtures" / "synlogic_sample.jsonl"
+RECORDS = vf.sources.read_records(FIXTURE)
 SUPPORTED = [
     "game_of_24",
     "game_of_24",
@@ -92,16 +95,14 @@ def test_task_filter_and_limit() -> None:
 def test_parquet_fixture_loads_the_same(tmp_path: Path) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
     pa = pytest.importorskip("pyarrow")
-    records = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
     path = tmp_path / "logic.parquet"
-    pq.write_table(pa.Table.from_pylist(records), path)
+    pq.write_table(pa.Table.from_pylist(RECORDS), path)
     assert [r["task"] for r in load(path).select_rows()] == SUPPORTED
 
 
 def test_json_list_loads_the_same_and_bad_files_fail_clearly(tmp_path: Path) -> None:
-    records = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
     listed = tmp_path / "logic.json"
-    listed.write_text(json.dumps(records))
+    listed.write_text(json.dumps(RECORDS))
     assert [r["task"] for r in load(listed).select_rows()] == SUPPORTED
     lines = tmp_path / "lines.json"  # JSON lines under a .json name: the error names the file
     lines.write_text(FIXTURE.read_text())
@@ -124,18 +125,10 @@ def test_local_files_load_without_datasets(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_hub_source_asks_datasets_for_the_logic_subset(monkeypatch: pytest.MonkeyPatch) -> None:
     """The real hub code path, with ``datasets.load_dataset`` answered from the fixture (no network)."""
-    datasets = pytest.importorskip("datasets")
-    calls: list[tuple[Any, ...]] = []
-    records = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
-
-    def fake_load_dataset(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
-        calls.append((*args, kwargs))
-        return records
-
-    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    calls = fake_datasets(monkeypatch, RECORDS)
     env = logic_env.load_environment(source="synlogic", num_examples=3)
     assert [r["task"] for r in env.select_rows()] == SUPPORTED[:3]
-    assert calls == [("PrimeIntellect/INTELLECT-3-RL", "logic", {"split": "train"})]
+    assert calls == [("PrimeIntellect/INTELLECT-3-RL", "logic", "train")]
 
 
 def test_adapt_row_never_raises_on_junk() -> None:

@@ -14,6 +14,7 @@ from pydantic import Field, validate_call
 
 import verifiers as vf
 from math_env.sources import DEFAULT_SOLVE_RATE_COLUMN, builder
+from verifiers.rubrics import judge_from_args
 
 __all__ = ["INSTRUCTION", "load_environment"]
 
@@ -22,26 +23,19 @@ INSTRUCTION = "Reason step by step, then write the final answer inside \\boxed{}
 
 def make_rubric(
     *,
-    judge_model: str | None,
-    judge_base_url: str | None,
-    judge_api_key_var: str | None,
-    judge_verdict_format: Literal["yes_no", "abc"],
+    judge: vf.JudgeRubric | None,
     verify_timeout: float,
     max_answer_chars: int,
     verify_workers: int | None,
 ) -> vf.MathRubric:
-    """``MathRubric``, or ``HybridMathRubric`` when a judge model or URL is given."""
-    common = {"timeout": verify_timeout, "max_answer_chars": max_answer_chars, "workers": verify_workers}
-    if judge_model is None and judge_base_url is None:
-        return vf.MathRubric(**common)  # type: ignore[arg-type]
-    judge_kw: dict[str, object] = {"verdict_format": judge_verdict_format}
-    if judge_model is not None:
-        judge_kw["judge_model"] = judge_model
-    if judge_base_url is not None:
-        judge_kw["judge_base_url"] = judge_base_url
-    if judge_api_key_var is not None:
-        judge_kw["judge_api_key_var"] = judge_api_key_var
-    return vf.HybridMathRubric(judge=vf.JudgeRubric(**judge_kw), **common)  # type: ignore[arg-type]
+    """``MathRubric``, or ``HybridMathRubric`` when there is a judge."""
+    if judge is None:
+        return vf.MathRubric(
+            timeout=verify_timeout, max_answer_chars=max_answer_chars, workers=verify_workers
+        )
+    return vf.HybridMathRubric(
+        judge=judge, timeout=verify_timeout, max_answer_chars=max_answer_chars, workers=verify_workers
+    )
 
 
 @validate_call  # JSON from `vf-eval -a` is checked and coerced here, at the boundary
@@ -101,11 +95,14 @@ def load_environment(
         min_solve_rate=min_solve_rate,
         max_solve_rate=max_solve_rate,
     )
-    rubric = make_rubric(
+    judge = judge_from_args(
         judge_model=judge_model,
         judge_base_url=judge_base_url,
         judge_api_key_var=judge_api_key_var,
-        judge_verdict_format=judge_verdict_format,
+        verdict_format=judge_verdict_format,
+    )
+    rubric = make_rubric(
+        judge=judge,
         verify_timeout=verify_timeout,
         max_answer_chars=max_answer_chars,
         verify_workers=verify_workers,

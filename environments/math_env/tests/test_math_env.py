@@ -5,13 +5,7 @@ scripted OpenAI-compatible server (library and ``vf-eval``)."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 import time
-import types
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,29 +15,11 @@ from math_env.generator import FAMILIES, generate
 from math_env.sources import DEFAULT_SOLVE_RATE_COLUMN, HF_SUBSET, sample_records
 
 import verifiers as vf
-from tests.scripted_server import Reply, ScriptedServer
+from tests.env_testing import answered, fake_datasets, run_vf_eval
+from tests.scripted_server import Reply, Rule, ScriptedServer
 from verifiers.errors import EnvArgumentError
-from verifiers.types import State
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[2]
-FIXTURE = HERE / "fixtures" / "intellect3_math.jsonl"
-
-
-def state(text: str, row: dict[str, Any], idx: int = 0) -> State:
-    return State(
-        example_id=row["example_id"],
-        rollout_index=idx,
-        task="math",
-        prompt=row["prompt"],
-        completion=[{"role": "assistant", "content": text}],
-        answer=row["answer"],
-        info=row["info"],
-        timing={"generation": 0.0, "scoring": 0.0, "total": 0.0},
-        error=None,
-        metrics={},
-        reward=None,
-    )
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "intellect3_math.jsonl"
 
 
 def wrap(answer: str, style: int) -> str:
@@ -61,11 +37,11 @@ async def oracle(env: vf.Environment, rows: list[dict[str, Any]]) -> None:
     for i, row in enumerate(rows):
         golds = [row["answer"], *row["info"].get("alternatives", [])]
         for k, g in enumerate(golds):
-            states.append(state(wrap(g, i + k), row, idx=len(states)))
+            states.append(answered(env, row, wrap(g, i + k), len(states)))
             expected.append(1.0)
             labels.append((row["example_id"], g))
         other = rows[(i + 1) % len(rows)]["answer"]
-        states.append(state(wrap(other, i), row, idx=len(states)))
+        states.append(answered(env, row, wrap(other, i), len(states)))
         expected.append(0.0)
         labels.append((row["example_id"], f"other: {other}"))
     await env.setup()
@@ -137,7 +113,7 @@ async def test_hostile_completions_score_zero_quickly() -> None:
         "\\boxed{10^{10^{10^{10}}}}",
         "\\boxed{" + "9^" * 300 + "9}",
     ]
-    states = [state(t, row, i) for i, t in enumerate(hostile)]
+    states = [answered(env, row, t, i) for i, t in enumerate(hostile)]
     await env.setup()
     t0 = time.monotonic()
     try:
@@ -151,7 +127,7 @@ async def test_hostile_completions_score_zero_quickly() -> None:
 
 # --- sources -------------------------------------------------------------------------------------------
 def fixture_records() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in FIXTURE.read_text().splitlines() if line.strip()]
+    return vf.sources.read_records(FIXTURE)
 
 
 def test_local_jsonl_with_renamed_keys(tmp_path: Path) -> None:
@@ -189,37 +165,10 @@ def test_local_parquet_and_solve_rate_filter(tmp_path: Path) -> None:
     assert len(load_environment(source=str(path), num_examples=2).select_rows()) == 2
 
 
-class _FakeDataset:
-    """The slice of ``datasets.Dataset`` the loader uses: len, row and column access, column_names."""
-
-    def __init__(self, records: list[dict[str, Any]]) -> None:
-        self._records = records
-        self.column_names = list(records[0])
-
-    def __len__(self) -> int:
-        return len(self._records)
-
-    def __getitem__(self, key: int | str) -> Any:
-        if isinstance(key, str):
-            return [r[key] for r in self._records]
-        return self._records[key]
-
-
 @pytest.fixture
-def fake_hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[Any, ...]]]:
+def fake_hub(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
     """``datasets.load_dataset`` answering INTELLECT-3-RL/math from the local fixture (no network)."""
-    calls: list[tuple[Any, ...]] = []
-
-    def load_dataset(name: str, subset: str | None = None, *, split: str) -> Any:
-        calls.append((name, subset, split))
-        if name == "parquet":  # the real library reading a local copy
-            raise AssertionError("unexpected")
-        return _FakeDataset(fixture_records())
-
-    fake = types.ModuleType("datasets")
-    fake.load_dataset = load_dataset  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "datasets", fake)
-    yield calls
+    return fake_datasets(monkeypatch, fixture_records())
 
 
 def test_intellect3_loader_through_the_same_filter(fake_hub: list[tuple[Any, ...]]) -> None:
@@ -332,48 +281,12 @@ async def test_end_to_end_evaluate_against_scripted_server(tmp_path: Path) -> No
     assert env.rubric._pool is None  # type: ignore[attr-defined]  # workers stopped at teardown
 
 
-@pytest.mark.skipif(
-    shutil.which("vf-eval") is None and not (REPO / ".venv/bin/vf-eval").exists(), reason="no vf-eval"
-)
 def test_vf_eval_cli_against_scripted_server(tmp_path: Path) -> None:
-    env = load_environment()
-    rows = env.select_rows(10)
-    rules = [{"match": q, "content": reply} for q, reply in scripted_answers(rows, correct_every=5)]
-    (tmp_path / "rules.json").write_text(json.dumps({"default": "no idea", "rules": rules}))
-    server = subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "scripted_server.py"), "--rules", str(tmp_path / "rules.json")],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        port = int(server.stdout.readline().split()[1])
-        vf_eval = shutil.which("vf-eval") or str(REPO / ".venv/bin/vf-eval")
-        out = subprocess.run(
-            [
-                vf_eval,
-                "math-env",
-                "-b",
-                f"http://127.0.0.1:{port}/v1",
-                "-m",
-                "m",
-                "-n",
-                "10",
-                "-r",
-                "1",
-                "--json",
-                "-o",
-                str(tmp_path / "run"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=tmp_path,
-            env={**os.environ, "OPENAI_API_KEY": "unused"},
-        )
-    finally:
-        server.kill()
-        server.wait()
+    rows = load_environment().select_rows(10)
+    rules = [Rule(q, reply) for q, reply in scripted_answers(rows, correct_every=5)]
+    with ScriptedServer(rules=rules, default="no idea") as server:
+        args = ["math-env", "-b", server.url, "-m", "m", "-n", "10", "-r", "1", "--json"]
+        out = run_vf_eval(*args, "-o", str(tmp_path / "run"), cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     meta = json.loads((tmp_path / "run" / "metadata.json").read_text())
     assert meta["env_id"] == "math-env" and meta["counts"]["completed"] == 10

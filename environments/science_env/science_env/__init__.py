@@ -15,6 +15,7 @@ import verifiers as vf
 from science_env.answers import choice_letter, classify, normalize_words, strip_units
 from science_env.rubric import ScienceRubric
 from science_env.sources import DEFAULT_SOLVE_RATE_COLUMN, builder
+from verifiers.rubrics import judge_from_args
 
 __all__ = [
     "INSTRUCTION",
@@ -81,16 +82,12 @@ def load_environment(
         min_solve_rate=min_solve_rate,
         max_solve_rate=max_solve_rate,
     )
-    judge = None
-    if judge_model is not None or judge_base_url is not None:
-        judge_kw: dict[str, object] = {"verdict_format": judge_verdict_format}
-        if judge_model is not None:
-            judge_kw["judge_model"] = judge_model
-        if judge_base_url is not None:
-            judge_kw["judge_base_url"] = judge_base_url
-        if judge_api_key_var is not None:
-            judge_kw["judge_api_key_var"] = judge_api_key_var
-        judge = vf.JudgeRubric(**judge_kw)  # type: ignore[arg-type]
+    judge = judge_from_args(
+        judge_model=judge_model,
+        judge_base_url=judge_base_url,
+        judge_api_key_var=judge_api_key_var,
+        verdict_format=judge_verdict_format,
+    )
     rubric = ScienceRubric(
         judge=judge, timeout=verify_timeout, max_answer_chars=max_answer_chars, workers=verify_workers
     )

@@ -57,9 +57,9 @@ class ScienceRubric(vf.HybridMathRubric):
         match = normalize_words(response) in accepted
         metrics["exact_match"] = float(match)
         score = vf.Score(float(match), metrics)
-        if self.judge is not None and not match:
-            return await self.ask_judge(score, response=response, answer=answer, question=question)
-        return score
+        if match:
+            return score
+        return await self.ask_judge(score, response=response, answer=answer, question=question)
 
     async def _score_math(
         self, kind: AnswerKind, *, response: str | None, answer: str, question: str
@@ -69,9 +69,6 @@ class ScienceRubric(vf.HybridMathRubric):
         if kind == "numeric":
             gold = strip_units(gold)
             pred = None if pred is None else strip_units(pred)
-        # math-verify alone first (MathRubric's scoring), then the judge on the original strings.
+        # math-verify alone on the stripped forms (MathRubric's scoring), then the judge on the originals.
         score = await vf.MathRubric.score_answer(self, response=pred, answer=gold, question=question, info={})
-        score.metrics["math_verify_correct"] = score.value
-        if score.value >= 1.0 or response is None or score.metrics["answer_too_long"]:
-            return score
-        return await self.ask_judge(score, response=response, answer=answer, question=question)
+        return await self.judge_unconfirmed(score, response=response, answer=answer, question=question)

@@ -5,15 +5,10 @@ loading code, and end-to-end runs against the scripted server (library and ``vf-
 from __future__ import annotations
 
 import json
-import os
 import random
-import shutil
-import subprocess
-import sys
+import socket
 import time
-import types
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,30 +19,12 @@ from science_env.rubric import ScienceRubric
 from science_env.sources import HF_SUBSET, sample_records
 
 import verifiers as vf
-from tests.scripted_server import Reply, ScriptedServer
+from tests.env_testing import answered, fake_datasets, run_vf_eval
+from tests.scripted_server import Reply, Rule, ScriptedServer
 from verifiers.clients import Client
 from verifiers.errors import EnvArgumentError
-from verifiers.types import State
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[2]
-FIXTURE = HERE / "fixtures" / "intellect3_science.jsonl"
-
-
-def state(text: str, row: dict[str, Any], idx: int = 0) -> State:
-    return State(
-        example_id=row["example_id"],
-        rollout_index=idx,
-        task="science",
-        prompt=row["prompt"],
-        completion=[{"role": "assistant", "content": text}],
-        answer=row["answer"],
-        info=row["info"],
-        timing={"generation": 0.0, "scoring": 0.0, "total": 0.0},
-        error=None,
-        metrics={},
-        reward=None,
-    )
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "intellect3_science.jsonl"
 
 
 def boxed(answer: str, style: int = 0) -> str:
@@ -129,14 +106,14 @@ async def test_oracle_bundled_sample() -> None:
     states, expected, labels = [], [], []
     for i, row in enumerate(rows):
         for k, gold in enumerate([row["answer"], *row["info"]["alternatives"]]):
-            states.append(state(boxed(gold, i + k), row, len(states)))
+            states.append(answered(env, row, boxed(gold, i + k), len(states)))
             expected.append(1.0)
             labels.append((row["info"]["id"], gold))
         others = [rows[(i + 1) % len(rows)], *rng.sample(rows, 4)]
         for other in others:
             if other is row or same_letter(row, other):
                 continue
-            states.append(state(boxed(other["answer"], i), row, len(states)))
+            states.append(answered(env, row, boxed(other["answer"], i), len(states)))
             expected.append(0.0)
             labels.append((row["info"]["id"], "other: " + other["answer"]))
     assert not same_letter(rows[0], rows[1])
@@ -168,7 +145,7 @@ async def test_hostile_completions_score_zero_quickly() -> None:
         (numeric, "\\boxed{" + "\\frac{" * 100 + "1" + "}{2}" * 100 + "}"),
         (word, "\\boxed{" + "mitochondria " * 200 + "}"),
     ]
-    states = [state(text, row, i) for i, (row, text) in enumerate(hostile)]
+    states = [answered(env, row, text, i) for i, (row, text) in enumerate(hostile)]
     await env.setup()
     t0 = time.monotonic()
     try:
@@ -181,26 +158,26 @@ async def test_hostile_completions_score_zero_quickly() -> None:
 
 
 # --- judge ---------------------------------------------------------------------------------------------
-def word_rows() -> list[dict[str, Any]]:
-    env = load_environment()
+def word_rows(env: vf.Environment) -> list[dict[str, Any]]:
     return [r for r in env.select_rows() if r["info"]["answer_type"] == "word"]
 
 
 async def test_word_answers_exact_match_then_judge() -> None:
-    row = next(r for r in word_rows() if r["answer"] == "photosynthesis")
+    env = load_environment()
+    row = next(r for r in word_rows(env) if r["answer"] == "photosynthesis")
     with ScriptedServer(handler=lambda body: Reply(content="yes")) as server:
         judged = ScienceRubric(
             judge=vf.JudgeRubric(judge_client=Client(server.url, max_retries=1, backoff_base=0.01)), workers=1
         )
         plain = ScienceRubric(workers=1)
-        exact = state(boxed("Photosynthesis"), row)
-        paraphrase = state(boxed("light-driven carbon fixation"), row, 1)
+        exact = answered(env, row, boxed("Photosynthesis"))
+        paraphrase = answered(env, row, boxed("light-driven carbon fixation"), 1)
         await judged.score_group([exact, paraphrase])
         assert exact["reward"] == 1.0 and exact["metrics"]["judge_called"] == 0.0  # no call needed
         assert paraphrase["reward"] == 1.0 and paraphrase["metrics"]["judge_called"] == 1.0
         assert len(server.requests) == 1
         assert "photosynthesis" in server.requests[0]["messages"][0]["content"]
-        p2 = state(boxed("light-driven carbon fixation"), row)
+        p2 = answered(env, row, boxed("light-driven carbon fixation"))
         await plain.score_rollout(p2)
         assert p2["reward"] == 0.0 and p2["metrics"]["exact_match"] == 0.0
         await judged.teardown()
@@ -208,16 +185,38 @@ async def test_word_answers_exact_match_then_judge() -> None:
         await judged.judge.client.aclose()
 
 
-async def test_unreachable_judge_is_infra_error_not_zero() -> None:
-    import socket
+async def test_numeric_answers_verified_without_units_then_judged_as_written() -> None:
+    env = load_environment()
+    row = next(r for r in env.select_rows() if r["answer"] == "98\\ \\text{N}")
+    with ScriptedServer(handler=lambda body: Reply(content="yes")) as server:
+        judged = ScienceRubric(
+            judge=vf.JudgeRubric(judge_client=Client(server.url, max_retries=1, backoff_base=0.01)), workers=1
+        )
+        confirmed = answered(env, row, boxed("98 N"))  # math-verify alone, units stripped
+        rescued = answered(env, row, boxed("ninety-eight newtons"), 1)
+        await judged.score_group([confirmed, rescued])
+        assert confirmed["reward"] == 1.0 and confirmed["metrics"]["judge_called"] == 0.0
+        assert confirmed["metrics"]["math_verify_correct"] == 1.0
+        assert rescued["reward"] == 1.0 and rescued["metrics"]["math_verify_correct"] == 0.0
+        assert rescued["metrics"]["judge_called"] == 1.0 and rescued["metrics"]["judge_correct"] == 1.0
+        (request,) = server.requests
+        # the judge sees the reference and the response as written, units included
+        assert "98\\ \\text{N}" in request["messages"][0]["content"]
+        assert "ninety-eight newtons" in request["messages"][0]["content"]
+        await judged.teardown()
+        assert judged.judge is not None
+        await judged.judge.client.aclose()
 
+
+async def test_unreachable_judge_is_infra_error_not_zero() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    row = word_rows()[0]
+    env = load_environment()
+    row = word_rows(env)[0]
     client = Client(f"http://127.0.0.1:{port}/v1", max_retries=1, backoff_base=0.01)
     rubric = ScienceRubric(judge=vf.JudgeRubric(judge_client=client), workers=1)
-    st = state(boxed("something else entirely"), row)
+    st = answered(env, row, boxed("something else entirely"))
     await rubric.score_rollout(st)
     assert st["reward"] is None and st["error"]["category"] == "infra"
     await client.aclose()
@@ -225,7 +224,7 @@ async def test_unreachable_judge_is_infra_error_not_zero() -> None:
 
 # --- sources -------------------------------------------------------------------------------------------
 def fixture_records() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in FIXTURE.read_text().splitlines() if line.strip()]
+    return vf.sources.read_records(FIXTURE)
 
 
 async def test_local_file_without_answer_types(tmp_path: Path) -> None:
@@ -242,9 +241,9 @@ async def test_local_file_without_answer_types(tmp_path: Path) -> None:
         "\\boxed{hgm}",
         "\\boxed{3600000}",
     ]
-    states = [state(t, r, i) for i, (t, r) in enumerate(zip(replies, rows, strict=True))]
+    states = [answered(env, r, t, i) for i, (t, r) in enumerate(zip(replies, rows, strict=True))]
     wrong = [
-        state("\\boxed{" + w + "}", r, 9)
+        answered(env, r, "\\boxed{" + w + "}", 9)
         for w, r in zip(["25", "nitrogen", "A", "mg", "3.6"], rows, strict=True)
     ]
     await env.setup()
@@ -272,28 +271,9 @@ def test_parquet_and_solve_rate_filter(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def fake_hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[Any, ...]]]:
-    calls: list[tuple[Any, ...]] = []
-
-    class Dataset:
-        def __init__(self, records: list[dict[str, Any]]) -> None:
-            self._records = records
-            self.column_names = list(records[0])
-
-        def __len__(self) -> int:
-            return len(self._records)
-
-        def __getitem__(self, key: int | str) -> Any:
-            return [r[key] for r in self._records] if isinstance(key, str) else self._records[key]
-
-    def load_dataset(name: str, subset: str | None = None, *, split: str) -> Any:
-        calls.append((name, subset, split))
-        return Dataset(fixture_records())
-
-    fake = types.ModuleType("datasets")
-    fake.load_dataset = load_dataset  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "datasets", fake)
-    yield calls
+def fake_hub(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    """``datasets.load_dataset`` answering INTELLECT-3-RL/science from the local fixture (no network)."""
+    return fake_datasets(monkeypatch, fixture_records())
 
 
 @pytest.mark.parametrize("name", ["intellect3", "intellect-3", "INTELLECT-3"])
@@ -357,46 +337,12 @@ async def test_end_to_end_evaluate_against_scripted_server(tmp_path: Path) -> No
     assert set(by_domain) == {"physics", "chemistry", "biology"}
 
 
-@pytest.mark.skipif(
-    shutil.which("vf-eval") is None and not (REPO / ".venv/bin/vf-eval").exists(), reason="no vf-eval"
-)
 def test_vf_eval_cli_against_scripted_server(tmp_path: Path) -> None:
     rows = load_environment().select_rows(10)
-    rules = [{"match": q, "content": r} for q, r in scripted_replies(rows, correct_every=2)]
-    (tmp_path / "rules.json").write_text(json.dumps({"default": "no idea", "rules": rules}))
-    server = subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "scripted_server.py"), "--rules", str(tmp_path / "rules.json")],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        port = int(server.stdout.readline().split()[1])
-        vf_eval = shutil.which("vf-eval") or str(REPO / ".venv/bin/vf-eval")
-        out = subprocess.run(
-            [
-                vf_eval,
-                "science-env",
-                "-b",
-                f"http://127.0.0.1:{port}/v1",
-                "-m",
-                "m",
-                "-n",
-                "10",
-                "-r",
-                "1",
-                "-o",
-                str(tmp_path / "run"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            cwd=tmp_path,
-            env={**os.environ, "OPENAI_API_KEY": "unused"},
-        )
-    finally:
-        server.kill()
-        server.wait()
+    rules = [Rule(q, r) for q, r in scripted_replies(rows, correct_every=2)]
+    with ScriptedServer(rules=rules, default="no idea") as server:
+        args = ["science-env", "-b", server.url, "-m", "m", "-n", "10", "-r", "1"]
+        out = run_vf_eval(*args, "-o", str(tmp_path / "run"), cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     meta = json.loads((tmp_path / "run" / "metadata.json").read_text())
     assert meta["env_id"] == "science-env" and meta["avg_reward"] == pytest.approx(0.5)

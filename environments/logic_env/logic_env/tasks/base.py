@@ -134,5 +134,13 @@ def parse_int_grid(text: str, rows: int, cols: int, *, limit: int = 4000) -> lis
     return None
 
 
+def is_latin_square(grid: Sequence[Sequence[int]]) -> bool:
+    """Every row and every column of the n x n ``grid`` holds each number from 1 to n exactly once."""
+    want = set(range(1, len(grid) + 1))
+    return all(set(row) == want for row in grid) and all(
+        {row[c] for row in grid} == want for c in range(len(grid))
+    )
+
+
 def format_grid(grid: Sequence[Sequence[int]]) -> str:
     return "\n".join(" ".join(str(v) for v in row) for row in grid)

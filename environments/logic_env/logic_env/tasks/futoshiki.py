@@ -12,7 +12,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from logic_env.tasks.base import Difficulty, Item, TaskSpec, format_grid, instruction, parse_int_grid
+from logic_env.tasks.base import (
+    Difficulty,
+    Item,
+    TaskSpec,
+    format_grid,
+    instruction,
+    is_latin_square,
+    parse_int_grid,
+)
 
 #: An inequality ``((r1, c1), (r2, c2), "<" | ">")`` between orthogonal neighbours, 0-based.
 Constraint = tuple[tuple[int, int], tuple[int, int], str]
@@ -199,10 +207,7 @@ def _parts(info: Mapping[str, Any]) -> tuple[int, dict[tuple[int, int], int], li
 def score(answer_text: str, item: Mapping[str, Any]) -> float:
     n, givens, constraints = _parts(item["info"])
     grid = parse_int_grid(answer_text, n, n)
-    if grid is None:
-        return 0.0
-    want = set(range(1, n + 1))
-    if any(set(row) != want for row in grid) or any({grid[r][c] for r in range(n)} != want for c in range(n)):
+    if grid is None or not is_latin_square(grid):
         return 0.0
     if any(grid[r][c] != v for (r, c), v in givens.items()):
         return 0.0

@@ -11,7 +11,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from logic_env.tasks.base import Difficulty, Item, TaskSpec, format_grid, instruction, parse_int_grid
+from logic_env.tasks.base import (
+    Difficulty,
+    Item,
+    TaskSpec,
+    format_grid,
+    instruction,
+    is_latin_square,
+    parse_int_grid,
+)
 
 BOXES: dict[int, tuple[int, int]] = {4: (2, 2), 6: (2, 3), 9: (3, 3)}
 
@@ -152,9 +160,7 @@ def is_solution(grid: Sequence[Sequence[int]], puzzle: Sequence[Sequence[int]], 
     want = set(range(1, size + 1))
     if any(puzzle[r][c] and grid[r][c] != puzzle[r][c] for r in range(size) for c in range(size)):
         return False
-    if any(set(row) != want for row in grid):
-        return False
-    if any({grid[r][c] for r in range(size)} != want for c in range(size)):
+    if not is_latin_square(grid):
         return False
     for r0 in range(0, size, br):
         for c0 in range(0, size, bc):

@@ -1,0 +1,73 @@
+"""Helpers shared by the environment packages' tests (``environments/*/tests``): the state of a finished
+single-turn rollout, a stand-in for the ``datasets`` package, and the installed ``vf-eval`` script."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import types
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import verifiers as vf
+from verifiers.types import Row, State
+
+
+def answered(env: vf.Environment, row: Row, text: str, rollout_index: int = 0) -> State:
+    """The state of a rollout of ``row`` whose one reply was ``text``, ready to be scored."""
+    state = env.init_state(row, rollout_index)
+    state["completion"] = [{"role": "assistant", "content": text}]
+    return state
+
+
+class FakeDataset:
+    """The slice of ``datasets.Dataset`` the loaders use: len, row and column access, column_names."""
+
+    def __init__(self, records: Sequence[dict[str, Any]]) -> None:
+        self._records = list(records)
+        self.column_names = list(self._records[0])
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __getitem__(self, key: int | str) -> Any:
+        if isinstance(key, str):
+            return [r[key] for r in self._records]
+        return self._records[key]
+
+
+def fake_datasets(
+    monkeypatch: pytest.MonkeyPatch, records: Sequence[dict[str, Any]]
+) -> list[tuple[Any, ...]]:
+    """Install a ``datasets`` module whose ``load_dataset(name, subset, split=)`` answers ``records``
+    (no network); returns the list its calls are recorded in, as ``(name, subset, split)``."""
+    calls: list[tuple[Any, ...]] = []
+
+    def load_dataset(name: str, subset: str | None = None, *, split: str) -> FakeDataset:
+        calls.append((name, subset, split))
+        return FakeDataset(records)
+
+    fake = types.ModuleType("datasets")
+    fake.load_dataset = load_dataset  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "datasets", fake)
+    return calls
+
+
+def run_vf_eval(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """The installed ``vf-eval`` console script run with ``args`` (the test is skipped without one)."""
+    exe = shutil.which("vf-eval", path=str(Path(sys.executable).parent)) or shutil.which("vf-eval")
+    if exe is None:
+        pytest.skip("vf-eval is not installed in this environment")
+    return subprocess.run(
+        [exe, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env={**os.environ, "OPENAI_API_KEY": "unused"},
+    )
