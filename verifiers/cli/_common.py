@@ -28,6 +28,18 @@ def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     raise CliError(message, code)
 
 
+def make_app(help: str) -> typer.Typer:
+    """A one-command typer app with the settings every vf-* command shares: ``-h``, plain help text,
+    no shell-completion options, and no rich tracebacks (``run_command`` prints errors on one line)."""
+    return typer.Typer(
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+        context_settings={"help_option_names": ["-h", "--help"]},
+        help=help,
+    )
+
+
 def parse_json_object(value: str | None, flag: str) -> dict[str, Any] | None:
     """A JSON object option (``-a``, ``-S``, ``-x``); ``None`` when the option was not given."""
     if value is None:

@@ -27,7 +27,7 @@ REFRESH_S = 0.25
 PLAIN_EVERY_S = 5.0
 
 
-def _fmt_reward(value: float | None) -> str:
+def fmt_reward(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
@@ -49,44 +49,27 @@ class ProgressDisplay:
         self._stop = asyncio.Event()
 
     # --- rendering ---------------------------------------------------------------------------------
-    def stats(self) -> dict[str, Any]:
-        p = self.progress
-        return {
-            "done": p.done,
-            "total": p.total,
-            "rate": p.rate,  # excludes rollouts loaded from a resumed run
-            "mean_reward": p.mean_reward,
-            "in_flight": p.in_flight,
-            "retries_in_flight": p.retries_in_flight,
-            "errors": dict(p.errors),
-        }
-
     def plain_line(self) -> str:
-        s = self.stats()
-        pct = f" ({100 * s['done'] / s['total']:.0f}%)" if s["total"] else ""
+        p = self.progress
+        pct = f" ({100 * p.done / p.total:.0f}%)" if p.total else ""
         return (
-            f"{self.title}: {s['done']}/{s['total']} rollouts{pct}, {s['rate']:.2f}/s, "
-            f"mean reward {_fmt_reward(s['mean_reward'])}, in flight {s['in_flight']}, "
-            f"retrying {s['retries_in_flight']}, errors: {_errors_text(s['errors'])}"
+            f"{self.title}: {p.done}/{p.total} rollouts{pct}, {p.rate:.2f}/s, "
+            f"mean reward {fmt_reward(p.mean_reward)}, in flight {p.in_flight}, "
+            f"retrying {p.retries_in_flight}, errors: {_errors_text(p.errors)}"
         )
 
     def renderable(self) -> RenderableType:
-        s = self.stats()
-        bar = ProgressBar(total=max(1, s["total"]), completed=s["done"], width=40)
+        p = self.progress
+        retrying = p.retries_in_flight
+        bar = ProgressBar(total=max(1, p.total), completed=p.done, width=40)
         head = Table.grid(padding=(0, 1))
-        head.add_row(
-            bar, Text(f"{s['done']}/{s['total']} rollouts", style="bold"), Text(f"{s['rate']:.2f}/s")
-        )
+        head.add_row(bar, Text(f"{p.done}/{p.total} rollouts", style="bold"), Text(f"{p.rate:.2f}/s"))
         info = Table.grid(padding=(0, 2))
-        errors = s["errors"]
         info.add_row(
-            Text.assemble(("mean reward ", "dim"), (_fmt_reward(s["mean_reward"]), "bold cyan")),
-            Text.assemble(("in flight ", "dim"), str(s["in_flight"])),
-            Text.assemble(
-                ("retries in flight ", "dim"),
-                (str(s["retries_in_flight"]), "yellow" if s["retries_in_flight"] else ""),
-            ),
-            Text.assemble(("errors ", "dim"), (_errors_text(errors), "red" if errors else "")),
+            Text.assemble(("mean reward ", "dim"), (fmt_reward(p.mean_reward), "bold cyan")),
+            Text.assemble(("in flight ", "dim"), str(p.in_flight)),
+            Text.assemble(("retries in flight ", "dim"), (str(retrying), "yellow" if retrying else "")),
+            Text.assemble(("errors ", "dim"), (_errors_text(p.errors), "red" if p.errors else "")),
         )
         return Panel(Group(head, info), title=escape(self.title), title_align="left", expand=False)
 
@@ -170,7 +153,7 @@ def summary_table(
     std = f" ± {meta.std_reward:.3f}" if meta.std_reward is not None else ""
     t.add_row(
         "reward",
-        f"[bold cyan]{_fmt_reward(meta.avg_reward)}[/]{std}  ({c.scored} scored of {c.completed} done)",
+        f"[bold cyan]{fmt_reward(meta.avg_reward)}[/]{std}  ({c.scored} scored of {c.completed} done)",
     )
     if meta.pass_at_k:
         t.add_row("pass@k", "  ".join(f"pass@{k} {v:.3f}" for k, v in meta.pass_at_k.items()))
@@ -208,7 +191,7 @@ def samples_table(results: Sequence[Mapping[str, Any]], n: int = 3, width: int =
             escape(_clip(_last_text(r.get("prompt"), "user"), width // 2)),
             escape(_clip(completion, width)),
             escape(_clip(str(r.get("answer", "")), 30)),
-            _fmt_reward(r.get("reward")),
+            fmt_reward(r.get("reward")),
         )
     return t
 
@@ -218,13 +201,13 @@ def rescore_table(old: RunMetadata, new: RunMetadata, *, rescored: int, kept: in
     t.add_column("")
     t.add_column("original", justify="right")
     t.add_column("re-scored", justify="right")
-    t.add_row("mean reward", _fmt_reward(old.avg_reward), _fmt_reward(new.avg_reward))
+    t.add_row("mean reward", fmt_reward(old.avg_reward), fmt_reward(new.avg_reward))
     t.add_row("scored rollouts", str(old.counts.scored), str(new.counts.scored))
     t.add_row("errors", _errors_text(old.counts.errored), _errors_text(new.counts.errored))
     for k in sorted(set(old.pass_at_k) | set(new.pass_at_k), key=int):
-        t.add_row(f"pass@{k}", _fmt_reward(old.pass_at_k.get(k)), _fmt_reward(new.pass_at_k.get(k)))
+        t.add_row(f"pass@{k}", fmt_reward(old.pass_at_k.get(k)), fmt_reward(new.pass_at_k.get(k)))
     for m in sorted(set(old.avg_metrics) | set(new.avg_metrics)):
-        t.add_row(escape(m), _fmt_reward(old.avg_metrics.get(m)), _fmt_reward(new.avg_metrics.get(m)))
+        t.add_row(escape(m), fmt_reward(old.avg_metrics.get(m)), fmt_reward(new.avg_metrics.get(m)))
     t.caption = (
         f"{rescored} rollouts re-scored, {kept} kept (generation had failed), {changed} rewards changed"
     )

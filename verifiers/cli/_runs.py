@@ -53,8 +53,8 @@ def read_run(path: Path) -> SavedRun | None:
 def find_resumable(
     env_id: str, model: str, wanted: dict[str, Any], base: Path = DEFAULT_OUTPUT_ROOT
 ) -> SavedRun | None:
-    """The newest incomplete run of ``env_id`` with ``model`` under ``base`` whose metadata agrees with
-    every setting in ``wanted`` (only the settings given on the command line)."""
+    """The newest incomplete run of ``env_id`` (normalized, as runs record it) with ``model`` under ``base``
+    whose metadata agrees with every setting in ``wanted`` (only the settings given on the command line)."""
     root = run_root(env_id, model, base)
     if not root.is_dir():
         return None

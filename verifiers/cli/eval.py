@@ -25,6 +25,7 @@ from verifiers.cli._common import (
     EXIT_USAGE,
     CliError,
     fail,
+    make_app,
     parse_json_object,
     run_command,
     setup_logging,
@@ -45,19 +46,13 @@ DEFAULT_ROLLOUTS = 3
 DEFAULT_MAX_RETRIES = 5
 log = logging.getLogger("verifiers.cli.eval")
 
-app = typer.Typer(
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    help=(
-        "Evaluate environment ENV_ID (installed, or under ./environments/) against an OpenAI-compatible "
-        "endpoint, or the embedded local model with -m local/smollm2 (or -m local:/path/to/model.gguf). "
-        "Results stream to ./outputs/evals/<env>--<model>/<timestamp-id>/ (results.jsonl + metadata.json). "
-        "Settings come from the flags, then the environment package's [tool.verifiers.eval] defaults, "
-        "then built-in defaults. Exit status: 0 ok, 1 every rollout failed or the endpoint was "
-        "unreachable, 2 bad input, 130 interrupted."
-    ),
+app = make_app(
+    "Evaluate environment ENV_ID (installed, or under ./environments/) against an OpenAI-compatible "
+    "endpoint, or the embedded local model with -m local/smollm2 (or -m local:/path/to/model.gguf). "
+    "Results stream to ./outputs/evals/<env>--<model>/<timestamp-id>/ (results.jsonl + metadata.json). "
+    "Settings come from the flags, then the environment package's [tool.verifiers.eval] defaults, "
+    "then built-in defaults. Exit status: 0 ok, 1 every rollout failed or the endpoint was "
+    "unreachable, 2 bad input, 130 interrupted."
 )
 
 
@@ -171,6 +166,7 @@ def _load_env(env_id: str, env_args: dict[str, Any], verbose: bool) -> Environme
 
 
 def _eval_defaults(env_id: str, console: Console) -> dict[str, Any]:
+    """The package's eval defaults that vf-eval understands (a note names the others)."""
     from verifiers.envs.loading import EVAL_DEFAULT_KEYS, eval_defaults
     from verifiers.errors import VerifiersError
 
@@ -181,7 +177,7 @@ def _eval_defaults(env_id: str, console: Console) -> dict[str, Any]:
     unknown = sorted(set(defaults) - set(EVAL_DEFAULT_KEYS))
     if unknown:
         console.print(f"[yellow]note:[/] ignoring unknown eval default(s) of {env_id}: {', '.join(unknown)}")
-    return defaults
+    return {k: v for k, v in defaults.items() if k in EVAL_DEFAULT_KEYS}
 
 
 def _apply_extra_kwargs(env: Environment, env_id: str, extra: dict[str, Any]) -> None:
@@ -282,7 +278,7 @@ def _json_dump(data: dict[str, Any]) -> None:
 
 def _all_failed(meta: RunMetadata) -> bool:
     c = meta.counts
-    return c.completed > 0 and c.scored == 0 and sum(c.errored.values()) >= c.completed
+    return c.completed > 0 and sum(c.errored.values()) == c.completed
 
 
 def _failure_message(meta: RunMetadata, results: list[dict[str, Any]], target: Target) -> str:
@@ -478,7 +474,13 @@ def eval_command(
 
         known = sorted({*installed_environments(), *local_environments()})
         fail(f"missing ENV_ID; available: {', '.join(known) or 'none (create one with vf-init NAME)'}")
+    if output_dir is not None and not save_results:
+        fail("-o/--output-dir and --no-save contradict each other")
+    if resume is not None and not save_results:
+        fail("--resume needs saved results; drop --no-save")
+    from verifiers.hub.packaging import normalize_name
 
+    env_id = normalize_name(env_id)  # the id runs are recorded (and found by --resume) under
     target = _resolve_target(model, api_base_url, api_key_var, endpoints)
 
     # --- which run directory, and what a resumed run was made with
@@ -486,89 +488,71 @@ def eval_command(
 
     saved = None
     run_dir: Path | None = output_dir
-    if resume is not None:
-        if not save_results:
-            fail("--resume needs saved results; drop --no-save")
-        if resume:
-            run_dir = Path(resume)
-            saved = read_run(run_dir)
-            if saved is None:
-                fail(f"nothing to resume at {run_dir} (no readable metadata.json)")
-        elif output_dir is not None:
-            saved = read_run(output_dir)
+    if resume:
+        run_dir = Path(resume)
+        saved = read_run(run_dir)
+        if saved is None:
+            fail(f"nothing to resume at {run_dir} (no readable metadata.json)")
+    elif resume is not None and output_dir is not None:
+        saved = read_run(output_dir)
+    elif resume is not None:
+        given = {
+            "rollouts_per_example": rollouts_per_example,
+            "env_args": env_args_d,
+            "seed": seed,
+            "shuffle": shuffle or None,
+        }
+        saved = find_resumable(env_id, target.model, {k: v for k, v in given.items() if v is not None})
+        if saved is None:
+            out.print(
+                f"[yellow]note:[/] no incomplete run of {env_id} with {target.model} to resume; starting a new one"
+            )
         else:
-            wanted: dict[str, Any] = {}
-            if rollouts_per_example is not None:
-                wanted["rollouts_per_example"] = rollouts_per_example
-            if env_args_d is not None:
-                wanted["env_args"] = env_args_d
-            if seed is not None:
-                wanted["seed"] = seed
-            if shuffle:
-                wanted["shuffle"] = True
-            saved = find_resumable(env_id, target.model, wanted)
-            if saved is None:
-                out.print(
-                    f"[yellow]note:[/] no incomplete run of {env_id} with {target.model} to resume; starting a new one"
-                )
-            else:
-                run_dir = saved.path
-        if saved is not None:
-            m = saved.metadata
-            from verifiers.hub.packaging import normalize_name
+            run_dir = saved.path
+    sm = saved.metadata if saved is not None else None
+    if sm is not None and (normalize_name(sm.env_id) != env_id or sm.model != target.model):
+        # Checked before loading anything; run_eval would refuse too, but only after a local model started.
+        fail(
+            f"cannot resume {run_dir}: it is a run of {sm.env_id} with model {sm.model}, "
+            f"not {env_id} with {target.model}"
+        )
 
-            if normalize_name(m.env_id) != normalize_name(env_id) or m.model != target.model:
-                fail(
-                    f"cannot resume {saved.path}: it is a run of {m.env_id} with model {m.model}, "
-                    f"not {env_id} with {target.model}"
-                )
-    resuming = saved is not None or (resume is not None and run_dir is not None)
-
-    env = _load_env(
-        env_id, env_args_d if env_args_d is not None else (saved.metadata.env_args if saved else {}), verbose
-    )
-    defaults = _eval_defaults(env_id, out)
+    env = _load_env(env_id, env_args_d if env_args_d is not None else (sm.env_args if sm else {}), verbose)
     if extra_d:
         _apply_extra_kwargs(env, env_id, extra_d)
     if timeout is not None:
         env.timeout = timeout
 
-    sm = saved.metadata if saved is not None else None
-    n = (
-        num_examples
-        if num_examples is not None
-        else (sm.num_examples if sm else defaults.get("num_examples", DEFAULT_NUM_EXAMPLES))
-    )
-    r = (
-        rollouts_per_example
-        if rollouts_per_example is not None
-        else (sm.rollouts_per_example if sm else defaults.get("rollouts_per_example", DEFAULT_ROLLOUTS))
-    )
+    # Each unset flag falls back to the resumed run's setting, else the package's default, else ours.
+    base: dict[str, Any]
+    if sm is not None:
+        base = sm.model_dump(
+            include={"num_examples", "rollouts_per_example", "sampling_args", "seed", "shuffle"}
+        )
+    else:
+        base = {
+            "num_examples": DEFAULT_NUM_EXAMPLES,
+            "rollouts_per_example": DEFAULT_ROLLOUTS,
+            **_eval_defaults(env_id, out),
+        }
+    r = rollouts_per_example if rollouts_per_example is not None else base["rollouts_per_example"]
     if r < 1:
         fail(f"rollouts_per_example must be at least 1, not {r}")
-    base_sampling: dict[str, Any] = (
-        dict(sm.sampling_args) if sm else dict(defaults.get("sampling_args") or {})
-    )
-    if max_tokens is not None:
-        base_sampling["max_tokens"] = max_tokens
-    if temperature is not None:
-        base_sampling["temperature"] = temperature
-    base_sampling.update(sampling_d or {})
+    shortcuts = {"max_tokens": max_tokens, "temperature": temperature}
     plan = Plan(
-        num_examples=n,
+        num_examples=num_examples if num_examples is not None else base["num_examples"],
         rollouts_per_example=r,
         max_concurrent=max_concurrent,
-        sampling_args=base_sampling,
-        seed=seed if seed is not None else (sm.seed if sm else None),
-        shuffle=shuffle or bool(sm.shuffle if sm else False),
-        output_dir=None,
-        resume=resuming,
+        sampling_args={
+            **(base.get("sampling_args") or {}),
+            **{k: v for k, v in shortcuts.items() if v is not None},
+            **(sampling_d or {}),
+        },
+        seed=seed if seed is not None else base.get("seed"),
+        shuffle=shuffle or bool(base.get("shuffle")),
+        output_dir=(run_dir or new_run_dir(env.env_id, target.model)) if save_results else None,
+        resume=resume is not None and run_dir is not None,
     )
-    if save_results:
-        plan.output_dir = run_dir or new_run_dir(env.env_id, target.model)
-    elif output_dir is not None:
-        fail("-o/--output-dir and --no-save contradict each other")
-
     _run_and_report(env, target, plan, max_retries, out, json_output, verbose)
 
 
@@ -595,29 +579,25 @@ def _run_and_report(
 ) -> None:
     from verifiers.clients import Endpoint
     from verifiers.eval.run import ResumeMismatchError
+    from verifiers.eval.sync import run_async
 
     server = None
-    if target.local:
-        from verifiers.clients.local_model import LocalModelError, LocalModelServer
-
-        try:
-            server = LocalModelServer(target.model)
-            out.print(f"starting the local model {target.model} ({server.model_file.name}) …")
-            server.start()
-        except LocalModelError as exc:
-            if server is not None:
-                server.stop()
-            fail(str(exc), EXIT_FAILED)
-        out.print(f"local model server ready at {server.base_url}")
-        target.endpoints = [Endpoint(server.base_url, None, None)]
-    run = None
     try:
+        if target.local:
+            from verifiers.clients.local_model import LocalModelError, LocalModelServer
+
+            try:
+                server = LocalModelServer(target.model)
+                out.print(f"starting the local model {target.model} ({server.model_file.name}) …")
+                server.start()
+            except LocalModelError as exc:
+                fail(str(exc), EXIT_FAILED)
+            out.print(f"local model server ready at {server.base_url}")
+            target.endpoints = [Endpoint(server.base_url)]
         client = _make_client(target, max_retries, verbose)
         try:
-            run = asyncio.run(_evaluate(env, client, target, plan, out))
-        except ResumeMismatchError as exc:
-            fail(str(exc))
-        except FileExistsError as exc:
+            run = run_async(_evaluate(env, client, target, plan, out))
+        except (ResumeMismatchError, FileExistsError) as exc:
             fail(str(exc))
         except (KeyboardInterrupt, asyncio.CancelledError):
             where = f" --resume {plan.output_dir}" if plan.output_dir is not None else ""
@@ -625,7 +605,7 @@ def _run_and_report(
             raise CliError(f"interrupted{hint}", EXIT_INTERRUPTED) from None
     finally:
         if server is not None:
-            server.stop()
+            server.stop()  # also after Ctrl-C while it was starting
     _report(run, target, out, json_output, verbose)
 
 
@@ -658,12 +638,12 @@ def _rescore(
     verbose: bool,
     out: Console,
 ) -> None:
-    from verifiers.cli._display import rescore_table
-    from verifiers.eval.rescore import RescoreError, load_run, rescore
+    from verifiers.cli._display import fmt_reward, rescore_table
+    from verifiers.eval.rescore import RescoreError, load_metadata, rescore
     from verifiers.hub.packaging import normalize_name
 
     try:
-        meta, _ = load_run(run_dir)
+        meta = load_metadata(run_dir)
     except RescoreError as exc:
         fail(f"--rescore: {exc}")
     if env_id is not None and normalize_name(env_id) != normalize_name(meta.env_id):
@@ -700,8 +680,7 @@ def _rescore(
         )
     )
     old, new = result.previous.avg_reward, result.metadata.avg_reward
-    fmt = lambda v: "–" if v is None else f"{v:.3f}"  # noqa: E731
-    out.print(f"mean reward: {fmt(old)} → {fmt(new)}")
+    out.print(f"mean reward: {fmt_reward(old)} → {fmt_reward(new)}")
     out.print(f"re-scored results: {path}" if path else "re-scored results not saved (--no-save)")
 
 

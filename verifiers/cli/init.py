@@ -10,21 +10,15 @@ import typer
 from rich.console import Console
 
 from verifiers.cli import _init_templates as tpl
-from verifiers.cli._common import fail, run_command
+from verifiers.cli._common import fail, make_app, run_command
 
 PROG = "vf-init"
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
-app = typer.Typer(
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    help=(
-        "Create environments/<name_underscored>/ as a pip package: pyproject.toml (entry point, vf-eval "
-        "defaults), README.md, a working single-turn load_environment with inline rows, and its tests. "
-        "Existing files are never overwritten without --force."
-    ),
+app = make_app(
+    "Create environments/<name_underscored>/ as a pip package: pyproject.toml (entry point, vf-eval "
+    "defaults), README.md, a working single-turn load_environment with inline rows, and its tests. "
+    "Existing files are never overwritten without --force."
 )
 
 

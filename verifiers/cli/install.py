@@ -19,21 +19,15 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from verifiers.cli._common import EXIT_FAILED, fail, run_command
+from verifiers.cli._common import EXIT_FAILED, fail, make_app, run_command
 
 PROG = "vf-install"
 
-app = typer.Typer(
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    help=(
-        "Install an environment package into the current Python environment and check that it loads. "
-        "TARGET is a path to a package directory, a name under ./environments/ (installed editable), or "
-        "owner/name[@version-spec] from the Environments Hub (a bare name not found locally goes to the "
-        "hub too)."
-    ),
+app = make_app(
+    "Install an environment package into the current Python environment and check that it loads. "
+    "TARGET is a path to a package directory, a name under ./environments/ (installed editable), or "
+    "owner/name[@version-spec] from the Environments Hub (a bare name not found locally goes to the "
+    "hub too)."
 )
 
 # Runs in the target interpreter: proves the package imports and exposes load_environment.

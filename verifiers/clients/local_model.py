@@ -141,7 +141,8 @@ class LocalModelServer:
     """A llama.cpp OpenAI-compatible server for one GGUF model on a free loopback port.
 
     ``start()`` blocks until ``GET /v1/models`` answers; ``stop()`` ends the server (SIGTERM, then
-    SIGKILL). Call both from the main thread: on Linux the server is tied to the thread that started it.
+    SIGKILL) and deletes its log, except the log of a failed ``start()``, which its error names. Call both
+    from the main thread: on Linux the server is tied to the thread that started it.
     """
 
     def __init__(
@@ -220,9 +221,13 @@ class LocalModelServer:
                 return self
             except LocalModelError as exc:
                 last_error = str(exc)
+                if fixed_port is None and "address already in use" in last_error.lower():
+                    self.stop()
+                    continue
+                # The error names the log: it now belongs to the user, and a later stop() keeps it.
                 self.stop(keep_log=True)
-                if fixed_port is not None or "address already in use" not in last_error.lower():
-                    raise
+                self.log_path = None
+                raise
         raise LocalModelError(last_error)
 
     def _launch(self, port: int) -> None:

@@ -85,8 +85,8 @@ def _to_state(record: dict[str, Any]) -> State:
     return state
 
 
-def load_run(run_dir: str | Path) -> tuple[RunMetadata, list[dict[str, Any]]]:
-    """The metadata and records of a saved run (without repairing a partial last line)."""
+def load_metadata(run_dir: str | Path) -> RunMetadata:
+    """The metadata of a saved run (which environment, with which ``env_args``), without its records."""
     rd = RunDirectory(run_dir)
     try:
         meta = rd.read_metadata()
@@ -94,6 +94,13 @@ def load_run(run_dir: str | Path) -> tuple[RunMetadata, list[dict[str, Any]]]:
         raise RescoreError(f"{rd.metadata_path} is not valid run metadata: {exc}") from None
     if meta is None:
         raise RescoreError(f"{rd.path} is not a run directory (no {rd.metadata_path.name})")
+    return meta
+
+
+def load_run(run_dir: str | Path) -> tuple[RunMetadata, list[dict[str, Any]]]:
+    """The metadata and records of a saved run (without repairing a partial last line)."""
+    rd = RunDirectory(run_dir)
+    meta = load_metadata(rd.path)
     try:
         records = rd.load_results(repair=False)
     except ValueError as exc:
@@ -118,9 +125,9 @@ async def rescore_run(
             f"{source} is a run of environment {previous.env_id!r}, not {env.env_id!r}; "
             "re-score it with the environment it was made with"
         )
-    out_dir = Path(output_dir) if output_dir is not None else default_output_dir(source)
-    if save and (RunDirectory(out_dir).has_results() or (out_dir / "metadata.json").exists()):
-        raise RescoreError(f"{out_dir} already holds a run; choose another output directory")
+    out = RunDirectory(output_dir if output_dir is not None else default_output_dir(source))
+    if save and (out.has_results() or out.metadata_path.exists()):
+        raise RescoreError(f"{out.path} already holds a run; choose another output directory")
     t0 = time.monotonic()
     started = _now()
     # Keep the first record of each pair, as a resume does.
@@ -147,6 +154,7 @@ async def rescore_run(
     finally:
         await env.teardown()
     results = [new_records[k] for k in sorted(new_records)]
+    rescored = len(results) - kept
     changed = sum(1 for k in unique if unique[k].get("reward") != new_records[k].get("reward"))
     agg = RunAggregate(pass_threshold=pass_threshold)
     agg.add_all(results)
@@ -173,27 +181,24 @@ async def rescore_run(
             "env_version": previous.env_version,
             "env_content_hash": previous.env_content_hash,
             "avg_reward": previous.avg_reward,
-            "rescored": sum(len(g) for g in groups.values()),
+            "rescored": rescored,
             "kept": kept,
         },
     }
-    path: Path | None = None
     if save:
-        rd = RunDirectory(out_dir)
-        rd.open_for_append()
+        out.open_for_append()
         try:
-            rd.append(results)
+            out.append(results)
         finally:
-            rd.close(durable=True)
-        rd.write_metadata(meta, durable=True)
-        path = rd.path
+            out.close(durable=True)
+        out.write_metadata(meta, durable=True)
     return RescoreResult(
         source=source,
         metadata=meta,
         previous=previous,
         results=results,
-        path=path,
-        rescored=sum(len(g) for g in groups.values()),
+        path=out.path if save else None,
+        rescored=rescored,
         kept=kept,
         changed=changed,
     )
@@ -204,4 +209,12 @@ def rescore(env: ScorableEnv, run_dir: str | Path, **kwargs: Any) -> RescoreResu
     return run_sync(rescore_run(env, run_dir, **kwargs))
 
 
-__all__ = ["RescoreError", "RescoreResult", "default_output_dir", "load_run", "rescore", "rescore_run"]
+__all__ = [
+    "RescoreError",
+    "RescoreResult",
+    "default_output_dir",
+    "load_metadata",
+    "load_run",
+    "rescore",
+    "rescore_run",
+]
