@@ -229,3 +229,23 @@ async def test_progress_rate_counts_only_this_runs_rollouts(tmp_path: Path, scri
     assert (progress.done, progress.total, progress.preloaded) == (4, 4, 2)
     elapsed = time.monotonic() - progress.started
     assert progress.rate == pytest.approx(2 / elapsed, rel=0.2)
+
+
+async def test_rescore_records_a_failing_rubric_instead_of_crashing(
+    tmp_path: Path, scripted: ScriptedServer
+) -> None:
+    from verifiers.eval.rescore import rescore_run
+
+    env = make_env(3)
+    out = tmp_path / "run"
+    await env.a_evaluate(scripted.url, "m", rollouts_per_example=2, output_dir=out)
+
+    class Broken(vf.Rubric):
+        async def score_group(self, states) -> None:
+            raise RuntimeError("rubric crashed")
+
+    env.rubric = Broken()
+    result = await rescore_run(env, out, output_dir=tmp_path / "again")
+    assert result.rescored == 6 and result.metadata.counts.errored == {"env": 6}
+    assert all(r["reward"] is None and "rubric crashed" in r["error"]["message"] for r in result.results)
+    assert result.metadata.avg_reward is None

@@ -100,6 +100,18 @@ class GroupPlan:
     rollout_indices: list[int]
 
 
+async def score_safely(fn: Callable[[Any], Any], states: State | list[State]) -> None:
+    """Call a scoring function (``score_group`` / ``score_rollout``); if the rubric itself raises, record
+    the error on every rollout it was scoring (reward ``None``) instead of losing the group."""
+    try:
+        await fn(states)
+    except Exception as exc:
+        for s in states if isinstance(states, list) else [states]:
+            if s.get("error") is None:  # an earlier error (e.g. the model's) is the real cause
+                s["error"] = error_record(exc)
+            s["reward"] = None
+
+
 class _Scheduler:
     def __init__(
         self,
@@ -148,18 +160,8 @@ class _Scheduler:
                 p.in_flight -= 1
             state["timing"]["generation"] = time.perf_counter() - t0
         if self.score == "rollout":
-            await self._score(self.env.score_rollout, state)
+            await score_safely(self.env.score_rollout, state)
         return state
-
-    @staticmethod
-    async def _score(fn: Callable[[Any], Any], arg: Any) -> None:
-        try:
-            await fn(arg)
-        except Exception as exc:  # the rubric itself failed: record it on every rollout it was scoring
-            for s in arg if isinstance(arg, list) else [arg]:
-                if s.get("error") is None:  # an earlier error (e.g. the model's) is the real cause
-                    s["error"] = error_record(exc)
-                s["reward"] = None
 
     async def group(self, plan: GroupPlan) -> list[State]:
         endpoint = self.client.next_endpoint()
@@ -170,7 +172,7 @@ class _Scheduler:
                 await asyncio.gather(*(self._one(plan.row, i, endpoint) for i in plan.rollout_indices))
             )
         if self.score == "group":
-            await self._score(self.env.score_group, states)
+            await score_safely(self.env.score_group, states)
         for s in states:
             t = s["timing"]
             t["total"] = t["generation"] + t["scoring"]

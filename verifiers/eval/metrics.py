@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from verifiers.types import RunCounts, RunMetadata, UsageInfo
+
 
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased pass@k estimate for one problem with ``n`` samples of which ``c`` are correct:
@@ -97,3 +99,17 @@ class RunAggregate:
             if vals:
                 out[str(k)] = sum(vals) / len(vals)
         return out
+
+    def fill(self, meta: RunMetadata) -> None:
+        """Write the aggregates into ``meta`` (counts, reward mean/std, metrics, pass@k, usage)."""
+        meta.counts = RunCounts(
+            planned=meta.counts.planned,
+            completed=self.completed,
+            scored=self.scored,
+            errored=dict(self.errored),
+        )
+        meta.avg_reward = self.avg_reward
+        meta.std_reward = self.std_reward
+        meta.avg_metrics = self.avg_metrics
+        meta.pass_at_k = self.pass_at_k(meta.rollouts_per_example)
+        meta.usage = UsageInfo(prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens)

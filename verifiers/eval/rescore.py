@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from verifiers.eval.engine import score_safely
 from verifiers.eval.metrics import RunAggregate
-from verifiers.eval.results import RunDirectory
+from verifiers.eval.results import RunDirectory, unique_records, utc_now
 from verifiers.eval.run import sdk_version
 from verifiers.eval.sync import run_sync
-from verifiers.types import RunCounts, RunMetadata, State, UsageInfo
+from verifiers.types import RunMetadata, State
 
 
 class RescoreError(ValueError):
@@ -59,22 +60,18 @@ class RescoreResult:
     changed: int = 0
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
 def default_output_dir(run_dir: Path) -> Path:
     """A sibling of the original run: ``<run>.rescored-<UTC timestamp>``."""
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     return run_dir.with_name(f"{run_dir.name}.rescored-{stamp}")
 
 
-def _rescorable(record: dict[str, Any]) -> bool:
+def _rescorable(record: Mapping[str, Any]) -> bool:
     err = record.get("error")
     return err is None or err.get("category") == "scoring"
 
 
-def _to_state(record: dict[str, Any]) -> State:
+def _to_state(record: Mapping[str, Any]) -> State:
     state = State(record)
     state["error"] = None
     state["reward"] = None
@@ -129,11 +126,8 @@ async def rescore_run(
     if save and (out.has_results() or out.metadata_path.exists()):
         raise RescoreError(f"{out.path} already holds a run; choose another output directory")
     t0 = time.monotonic()
-    started = _now()
-    # Keep the first record of each pair, as a resume does.
-    unique: dict[tuple[int, int], dict[str, Any]] = {}
-    for rec in records:
-        unique.setdefault((int(rec["example_id"]), int(rec["rollout_index"])), rec)
+    started = utc_now()
+    unique = unique_records(records)  # the first record of each pair, as a resume does
     groups: dict[int, list[State]] = defaultdict(list)
     new_records: dict[tuple[int, int], dict[str, Any]] = {}
     kept = 0
@@ -141,13 +135,13 @@ async def rescore_run(
         if _rescorable(rec):
             groups[key[0]].append(_to_state(rec))
         else:
-            new_records[key] = rec
+            new_records[key] = dict(rec)
             kept += 1
     await env.setup()
     try:
         for states in groups.values():
             states.sort(key=lambda s: int(s["rollout_index"]))
-            await env.score_group(states)
+            await score_safely(env.score_group, states)
             for s in states:
                 s["timing"]["total"] = float(s["timing"].get("generation", 0.0)) + s["timing"]["scoring"]
                 new_records[(int(s["example_id"]), int(s["rollout_index"]))] = env.result_record(s)
@@ -163,16 +157,9 @@ async def rescore_run(
     meta.env_content_hash = env.env_content_hash
     meta.sdk_version = sdk_version()
     meta.started_at = started
-    meta.finished_at = _now()
+    meta.finished_at = utc_now()
     meta.status = "completed"
-    meta.counts = RunCounts(
-        planned=previous.counts.planned, completed=agg.completed, scored=agg.scored, errored=dict(agg.errored)
-    )
-    meta.avg_reward = agg.avg_reward
-    meta.std_reward = agg.std_reward
-    meta.avg_metrics = agg.avg_metrics
-    meta.pass_at_k = agg.pass_at_k(previous.rollouts_per_example)
-    meta.usage = UsageInfo(prompt_tokens=agg.prompt_tokens, completion_tokens=agg.completion_tokens)
+    agg.fill(meta)
     meta.duration_s = time.monotonic() - t0
     meta.extra = {
         **previous.extra,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,20 @@ def _default(obj: Any) -> Any:
     if isinstance(obj, set | frozenset | tuple):
         return list(obj)
     return str(obj)
+
+
+def utc_now() -> str:
+    """A timestamp for ``started_at`` / ``finished_at``."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def unique_records(records: Iterable[Mapping[str, Any]]) -> dict[tuple[int, int], Mapping[str, Any]]:
+    """Records by (example_id, rollout_index), keeping the first of each pair: a duplicate would be a bug,
+    and it must never be counted twice."""
+    out: dict[tuple[int, int], Mapping[str, Any]] = {}
+    for rec in records:
+        out.setdefault((int(rec["example_id"]), int(rec["rollout_index"])), rec)
+    return out
 
 
 def dump_record(record: Mapping[str, Any]) -> bytes:

@@ -6,15 +6,14 @@ import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from verifiers.clients import Client
 from verifiers.eval.engine import GroupPlan, ProgressCallback, RolloutEnv, RunProgress, ScoreMode, schedule
 from verifiers.eval.metrics import RunAggregate
-from verifiers.eval.results import RunDirectory
-from verifiers.types import Row, RunCounts, RunMetadata, RunStatus, SamplingArgs, State, UsageInfo
+from verifiers.eval.results import RunDirectory, unique_records, utc_now
+from verifiers.types import Row, RunCounts, RunMetadata, RunStatus, SamplingArgs, State
 
 #: How often (at most) metadata.json is rewritten while a run progresses.
 METADATA_INTERVAL_S = 1.0
@@ -57,10 +56,6 @@ class EvalRun:
     @property
     def errors(self) -> list[dict[str, Any]]:
         return [r for r in self.results if r.get("error") is not None]
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def sdk_version() -> str:
@@ -125,7 +120,7 @@ async def run_eval(
         rollouts_per_example=rollouts_per_example,
         seed=seed,
         shuffle=shuffle,
-        started_at=_now(),
+        started_at=utc_now(),
         counts=RunCounts(planned=len(rows) * rollouts_per_example),
     )
     agg = RunAggregate(pass_threshold=pass_threshold)
@@ -147,11 +142,8 @@ async def run_eval(
                 f"{run_dir.path} already holds a run; pass resume=True (vf-eval --resume) to complete it, "
                 "or choose another output directory"
             )
-    # Keep the first record of each pair; a later duplicate would be a bug, never counted twice.
-    done: dict[tuple[int, int], dict[str, Any]] = {}
-    for rec in previous:
-        done.setdefault((int(rec["example_id"]), int(rec["rollout_index"])), rec)
-    previous = list(done.values())
+    done = unique_records(previous)
+    previous = [dict(r) for r in done.values()]
     agg.add_all(previous)
     plans = [
         GroupPlan(row, missing)
@@ -166,17 +158,10 @@ async def run_eval(
     def write(status: RunStatus, *, final: bool = False) -> None:
         nonlocal last_write
         meta.status = status
-        meta.counts = RunCounts(
-            planned=meta.counts.planned, completed=agg.completed, scored=agg.scored, errored=dict(agg.errored)
-        )
-        meta.avg_reward = agg.avg_reward
-        meta.std_reward = agg.std_reward
-        meta.avg_metrics = agg.avg_metrics
-        meta.pass_at_k = agg.pass_at_k(rollouts_per_example)
-        meta.usage = UsageInfo(prompt_tokens=agg.prompt_tokens, completion_tokens=agg.completion_tokens)
+        agg.fill(meta)
         meta.duration_s = base_duration + (time.monotonic() - t_start)
         if final:
-            meta.finished_at = _now()
+            meta.finished_at = utc_now()
         if run_dir is not None:
             run_dir.write_metadata(meta, durable=final)
         last_write = time.monotonic()

@@ -1,7 +1,7 @@
 """Parsing model text into answers."""
 
 from verifiers.parsers.boxed import extract_boxed_answer
-from verifiers.parsers.parser import Parser, assistant_texts
+from verifiers.parsers.parser import Parser, assistant_texts, message_text, question_text
 from verifiers.parsers.think import MaybeThinkParser, ThinkParser
 from verifiers.parsers.xml import XMLParser
 
@@ -12,4 +12,6 @@ __all__ = [
     "XMLParser",
     "assistant_texts",
     "extract_boxed_answer",
+    "message_text",
+    "question_text",
 ]

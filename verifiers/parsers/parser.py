@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from verifiers.types import Messages
@@ -14,19 +14,37 @@ def _identity(text: str) -> str | None:
     return text.strip()
 
 
+def message_text(message: Mapping[str, Any]) -> str | None:
+    """A message's text: its string content, or its text parts joined; ``None`` if it has no text."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return None
+
+
 def assistant_texts(completion: Messages | str) -> list[str]:
     """The text of every assistant message in a completion (a plain string is one message)."""
     if isinstance(completion, str):
         return [completion]
-    out: list[str] = []
-    for msg in completion:
-        if msg.get("role") == "assistant":
-            content = msg.get("content")
-            if isinstance(content, str):
-                out.append(content)
-            elif isinstance(content, list):  # content parts
-                out.append("".join(p.get("text", "") for p in content if isinstance(p, dict)))
-    return out
+    texts = (message_text(m) for m in completion if m.get("role") == "assistant")
+    return [t for t in texts if t is not None]
+
+
+def question_text(prompt: Messages | str | None, info: Mapping[str, Any] | None = None) -> str:
+    """The question a rollout answered: ``info["question"]`` if set (environments that wrap the question in
+    instructions keep the bare one there), else the last user message."""
+    if info and isinstance(info.get("question"), str):
+        return str(info["question"])
+    if prompt is None:
+        return ""
+    if isinstance(prompt, str):
+        return prompt
+    for msg in reversed(prompt):
+        if msg.get("role") == "user":
+            return message_text(msg) or ""
+    return ""
 
 
 class Parser:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from verifiers.parsers.parser import ExtractFn, Parser
+from verifiers.parsers.parser import Parser
 
 _OPEN = "<think>"
 _CLOSE = "</think>"
@@ -38,9 +38,6 @@ class MaybeThinkParser(Parser):
 
     An unclosed ``<think>`` still yields ``None``: text cut off mid-thought is never taken as an answer.
     """
-
-    def __init__(self, extract_fn: ExtractFn | None = None) -> None:
-        super().__init__(extract_fn)
 
     def parse(self, text: str) -> str | None:
         last_open = text.rfind(_OPEN)

@@ -21,7 +21,7 @@ from verifiers.rubrics.rubric import (
 
 _LAZY: dict[str, str] = {
     "MathRubric": "verifiers.rubrics.math_rubric",
-    "question_text": "verifiers.rubrics.math_rubric",
+    "question_text": "verifiers.parsers.parser",
     "MathVerifyPool": "verifiers.rubrics.math_pool",
     "VerifyOutcome": "verifiers.rubrics.math_pool",
     "quick_verdict": "verifiers.rubrics.math_pool",
@@ -61,7 +61,8 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
+    from verifiers.parsers.parser import question_text
     from verifiers.rubrics.hybrid_math_rubric import HybridMathRubric
     from verifiers.rubrics.judge_rubric import JudgeRubric, JudgeVerdict, judge_from_args, parse_verdict
     from verifiers.rubrics.math_pool import MathVerifyPool, VerifyOutcome, quick_verdict
-    from verifiers.rubrics.math_rubric import MathRubric, question_text
+    from verifiers.rubrics.math_rubric import MathRubric

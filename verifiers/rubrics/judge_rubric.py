@@ -25,9 +25,8 @@ from typing import Any, Literal
 
 from verifiers.clients.client import Client
 from verifiers.errors import JudgeUnavailableError, ScoringError, VerifiersError
-from verifiers.parsers.parser import Parser
+from verifiers.parsers.parser import Parser, question_text
 from verifiers.parsers.think import MaybeThinkParser
-from verifiers.rubrics.math_rubric import question_text
 from verifiers.rubrics.rubric import Rubric, Score
 from verifiers.types import Messages, SamplingArgs
 

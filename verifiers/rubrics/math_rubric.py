@@ -29,31 +29,13 @@ from typing import Any, Literal
 
 from verifiers.errors import ScoringError, VerificationTimeoutError
 from verifiers.parsers.boxed import extract_boxed_answer
-from verifiers.parsers.parser import Parser
+from verifiers.parsers.parser import Parser, question_text
 from verifiers.parsers.think import MaybeThinkParser
 from verifiers.rubrics.math_pool import MathVerifyPool, VerifyOutcome
 from verifiers.rubrics.rubric import Rubric, Score
 from verifiers.types import Messages
 
 OnTimeout = Literal["zero", "error"]
-
-
-def question_text(prompt: Messages | str | None, info: Mapping[str, Any] | None = None) -> str:
-    """The question a rollout answered: ``info["question"]`` if set, else the last user message."""
-    if info and isinstance(info.get("question"), str):
-        return info["question"]
-    if prompt is None:
-        return ""
-    if isinstance(prompt, str):
-        return prompt
-    for msg in reversed(prompt):
-        if msg.get("role") == "user":
-            content = msg.get("content")
-            if isinstance(content, str):
-                return content
-            if isinstance(content, list):
-                return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
 
 
 class MathRubric(Rubric):
