@@ -143,7 +143,7 @@ def create_app(settings: HubSettings | None = None) -> FastAPI:
         headers = (
             {"WWW-Authenticate": 'Bearer, Basic realm="verifiers-hub"'} if exc.status_code == 401 else None
         )
-        if request.url.path.startswith(_MACHINE_PREFIXES) or request.url.path == "/simple/":
+        if request.url.path.startswith(_MACHINE_PREFIXES):
             return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
         return web.render_error(request, exc.status_code, exc.detail)
 

@@ -16,11 +16,12 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from hub_server.models import ApiToken, Environment, Membership, User, utcnow
+from hub_server.models import ApiToken, Membership, User, utcnow
 
 TOKEN_PREFIX = "vfh_"
 SCOPES = ("read", "publish", "admin")
@@ -84,10 +85,20 @@ class Principal:
         return self.has("publish") and (owner_id in self.owner_ids or self.has("admin"))
 
 
-def can_read(principal: Principal | None, env: Environment) -> bool:
-    if env.visibility == "public":
+class Owned(Protocol):
+    """Anything with a visibility and an owner: an environment row or a cached index entry."""
+
+    @property
+    def visibility(self) -> str: ...
+
+    @property
+    def owner_id(self) -> int: ...
+
+
+def can_read(principal: Principal | None, item: Owned) -> bool:
+    if item.visibility == "public":
         return True
-    return principal is not None and principal.can_read_owner(env.owner_id)
+    return principal is not None and principal.can_read_owner(item.owner_id)
 
 
 def owner_ids_of(session: Session, user: User) -> frozenset[int]:

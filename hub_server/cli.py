@@ -7,6 +7,8 @@ settings as the server; ``login`` is the client side and talks to a running hub 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -56,6 +58,17 @@ def _hub(database_url: str | None, data_dir: Path | None) -> Hub:
 def _fail(message: str) -> typer.Exit:
     typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
     return typer.Exit(1)
+
+
+@contextmanager
+def _refusals() -> Iterator[None]:
+    """A ``HubError`` from the services becomes a one-line error and exit status 1."""
+    from hub_server.services import HubError
+
+    try:
+        yield
+    except HubError as exc:
+        raise _fail(exc.detail) from None
 
 
 @app.command()
@@ -134,12 +147,10 @@ def user_create(
     data_dir: DataDir = None,
 ) -> None:
     """Create a user (and its namespace)."""
-    from hub_server.services import HubError, create_user
+    from hub_server.services import create_user
 
-    try:
+    with _refusals():
         user = create_user(_hub(database_url, data_dir), username, email=email, admin=admin)
-    except HubError as exc:
-        raise _fail(exc.detail) from None
     typer.echo(f"created user {user.username}{' (admin)' if admin else ''}")
 
 
@@ -153,12 +164,10 @@ def org_create(
     data_dir: DataDir = None,
 ) -> None:
     """Create an organisation namespace; the first member becomes its owner."""
-    from hub_server.services import HubError, create_org
+    from hub_server.services import create_org
 
-    try:
+    with _refusals():
         create_org(_hub(database_url, data_dir), name, member or [])
-    except HubError as exc:
-        raise _fail(exc.detail) from None
     typer.echo(f"created organisation {name.lower()}")
 
 
@@ -171,12 +180,10 @@ def org_add_member(
     data_dir: DataDir = None,
 ) -> None:
     """Add USERNAME to ORG."""
-    from hub_server.services import HubError, add_member
+    from hub_server.services import add_member
 
-    try:
+    with _refusals():
         add_member(_hub(database_url, data_dir), org, username, role)
-    except HubError as exc:
-        raise _fail(exc.detail) from None
     typer.echo(f"{username} is now a {role} of {org}")
 
 
@@ -192,9 +199,9 @@ def token_create(
     data_dir: DataDir = None,
 ) -> None:
     """Create a token for USERNAME and print it (it is shown once; only its hash is stored)."""
-    from hub_server.services import HubError, create_token
+    from hub_server.services import create_token
 
-    try:
+    with _refusals():
         token, row = create_token(
             _hub(database_url, data_dir),
             username,
@@ -202,8 +209,6 @@ def token_create(
             name=name,
             expires_in=timedelta(days=expires_days) if expires_days else None,
         )
-    except HubError as exc:
-        raise _fail(exc.detail) from None
     typer.echo(f"token id {row.id} for {username}, scopes {','.join(row.scopes)} (store it now):", err=True)
     typer.echo(token)
 
@@ -211,26 +216,21 @@ def token_create(
 @token_app.command("revoke")
 def token_revoke(token_id: int, database_url: DbUrl = None, data_dir: DataDir = None) -> None:
     """Revoke the token with id TOKEN_ID."""
-    from hub_server.services import HubError, revoke_token
+    from hub_server.services import revoke_token
 
-    try:
+    with _refusals():
         revoke_token(_hub(database_url, data_dir), token_id)
-    except HubError as exc:
-        raise _fail(exc.detail) from None
     typer.echo(f"revoked token {token_id}")
 
 
 @token_app.command("list")
 def token_list(username: str, database_url: DbUrl = None, data_dir: DataDir = None) -> None:
     """List USERNAME's tokens (ids, prefixes, scopes; never the tokens)."""
-    from sqlalchemy import select
-
-    from hub_server.models import Owner, User
-    from hub_server.services import list_tokens
+    from hub_server.services import find_user, list_tokens
 
     hub = _hub(database_url, data_dir)
     with hub.db.read() as session:
-        user = session.scalar(select(User).join(Owner).where(Owner.name == username.lower()))
+        user = find_user(session, username)
         if user is None:
             raise _fail(f"user {username!r} does not exist")
         for t in list_tokens(session, user.id):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from sqlalchemy import update
@@ -14,6 +15,8 @@ from hub_server.models import ApiToken, utcnow
 from hub_server.settings import HubSettings
 from hub_server.simple_index import IndexCache
 from hub_server.validation import Limits
+
+log = logging.getLogger("hub_server")
 
 
 @dataclass
@@ -48,8 +51,8 @@ class Hub:
                         .where(ApiToken.id == principal.token_id)
                         .values(last_used_at=utcnow())
                     )
-            except SQLAlchemyError:
-                pass
+            except SQLAlchemyError as exc:
+                log.warning("could not record the last use of token %s: %s", principal.token_id, exc)
         return principal
 
 

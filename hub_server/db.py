@@ -52,10 +52,6 @@ class Database:
             self.engine.execution_options(**{WRITE_OPTION: True}), expire_on_commit=False
         )
 
-    @property
-    def is_sqlite(self) -> bool:
-        return self.engine.dialect.name == "sqlite"
-
     @contextmanager
     def read(self) -> Iterator[Session]:
         with self._read() as session:

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
 from hub_server.auth import COOKIE_NAME, AuthError, Principal, token_from_authorization
@@ -15,7 +16,8 @@ from hub_server.services import HubError
 SAFE_METHODS = frozenset({"GET", "HEAD"})
 
 
-def get_hub(request: Request) -> Hub:
+async def get_hub(request: Request) -> Hub:
+    # async (like optional_principal): FastAPI would run a plain function in a worker thread
     hub: Hub = request.app.state.hub
     return hub
 
@@ -28,10 +30,11 @@ def request_token(request: Request) -> str | None:
     return token
 
 
-def optional_principal(request: Request, hub: Annotated[Hub, Depends(get_hub)]) -> Principal | None:
+async def optional_principal(request: Request, hub: Annotated[Hub, Depends(get_hub)]) -> Principal | None:
+    """The caller, or None when no credentials came; the token lookup (blocking) runs in a worker thread."""
     try:
         token = request_token(request)
-        return hub.principal(token) if token else None
+        return await run_in_threadpool(hub.principal, token) if token else None
     except AuthError as exc:
         raise HubError(401, str(exc)) from None
 

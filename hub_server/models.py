@@ -21,6 +21,8 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
 
+from verifiers.hub.packaging import module_name
+
 # Stable constraint names, so migrations can refer to them on every backend.
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -134,7 +136,7 @@ class Environment(Base):
 
     @property
     def module(self) -> str:
-        return self.name.replace("-", "_")
+        return module_name(self.name)
 
 
 class EnvironmentTag(Base):

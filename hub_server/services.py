@@ -168,15 +168,20 @@ def get_environment(session: Session, principal: Principal | None, owner: str, n
     return env
 
 
+def find_version(env: Environment, version: Version) -> VersionRow | None:
+    """The row of ``version`` (PEP 440 equality, so ``0.1`` finds ``0.1.0``), if ``env`` has it."""
+    return next((v for v in env.versions if Version(v.version) == version), None)
+
+
 def get_version(env: Environment, version: str) -> VersionRow:
     try:
         wanted = Version(version)
     except ValueError:
         raise HubError(422, f"{version!r} is not a PEP 440 version") from None
-    for v in env.versions:
-        if Version(v.version) == wanted:
-            return v
-    raise not_found(f"version {version} of {env.full_name}")
+    row = find_version(env, wanted)
+    if row is None:
+        raise not_found(f"version {version} of {env.full_name}")
+    return row
 
 
 def _escape_like(text: str) -> str:
@@ -340,10 +345,9 @@ def publish(
         )
     except UploadError as exc:
         raise HubError(exc.status_code, exc.message) from None
-    with hub.db.read() as session:
-        env = session.scalar(select(Environment).where(Environment.name == info.name))
-        if env is not None and any(Version(v.version) == Version(info.version) for v in env.versions):
-            raise _duplicate(info)
+    conflict = _publish_conflict(hub, info)  # refuse before writing any blob; the insert checks again
+    if conflict is not None:
+        raise conflict
 
     attempt = _attempt_id()
     keys = {
@@ -365,14 +369,6 @@ def publish(
         ver_row = session.get(VersionRow, version_id)
         assert env_row is not None and ver_row is not None
         return env_row, ver_row
-
-
-def _duplicate(info: InspectedUpload) -> HubError:
-    return HubError(
-        409,
-        f"{info.name} {info.version} already exists; versions are immutable, so bump the version "
-        "(yank the old one if it is broken)",
-    )
 
 
 def _insert_version(
@@ -400,8 +396,12 @@ def _insert_version(
 def _publish_conflict(hub: Hub, info: InspectedUpload) -> HubError | None:
     with hub.db.read() as session:
         env = session.scalar(select(Environment).where(Environment.name == info.name))
-        if env is not None and any(Version(v.version) == Version(info.version) for v in env.versions):
-            return _duplicate(info)
+        if env is not None and find_version(env, Version(info.version)) is not None:
+            return HubError(
+                409,
+                f"{info.name} {info.version} already exists; versions are immutable, so bump the version "
+                "(yank the old one if it is broken)",
+            )
         files = session.scalars(
             select(File.filename).where(File.filename.in_([info.wheel.filename, info.sdist.filename]))
         ).all()
@@ -645,6 +645,10 @@ def list_evals(session: Session, env: Environment) -> list[schemas.EvalOut]:
 
 
 # --- users, organisations, tokens -----------------------------------------------------------------------
+def find_user(session: Session, username: str) -> User | None:
+    return session.scalar(select(User).join(Owner).where(Owner.name == username.lower()))
+
+
 def _new_owner(session: Session, name: str, kind: str) -> Owner:
     name = name.lower()
     if not _OWNER_NAME.match(name) or name in RESERVED_OWNERS:
@@ -674,7 +678,7 @@ def create_org(hub: Hub, name: str, members: Sequence[str] = ()) -> Owner:
     with hub.db.write() as session:
         org = _new_owner(session, name, "org")
         for i, member in enumerate(members):
-            user = session.scalar(select(User).join(Owner).where(Owner.name == member.lower()))
+            user = find_user(session, member)
             if user is None:
                 raise HubError(404, f"user {member!r} does not exist")
             session.add(Membership(org_id=org.id, user_id=user.id, role="owner" if i == 0 else "member"))
@@ -684,7 +688,7 @@ def create_org(hub: Hub, name: str, members: Sequence[str] = ()) -> Owner:
 def add_member(hub: Hub, org: str, username: str, role: str = "member") -> None:
     with hub.db.write() as session:
         org_row = session.scalar(select(Owner).where(Owner.name == org.lower(), Owner.kind == "org"))
-        user = session.scalar(select(User).join(Owner).where(Owner.name == username.lower()))
+        user = find_user(session, username)
         if org_row is None or user is None:
             raise HubError(404, f"organisation {org!r} or user {username!r} does not exist")
         session.add(Membership(org_id=org_row.id, user_id=user.id, role=role))
@@ -706,7 +710,7 @@ def create_token(
     if creator is not None and not all(creator.has(s) for s in scopes):
         raise HubError(403, "a token cannot grant scopes its creator's token lacks")
     with hub.db.write() as session:
-        user = session.scalar(select(User).join(Owner).where(Owner.name == username.lower()))
+        user = find_user(session, username)
         if user is None:
             raise HubError(404, f"user {username!r} does not exist")
         if "admin" in scopes and not user.is_admin:

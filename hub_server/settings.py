@@ -5,7 +5,6 @@ Nothing here touches the disk: directories are created by whoever needs them (``
 
 from __future__ import annotations
 
-from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -50,13 +49,13 @@ class HubSettings(BaseSettings):
     cookie_secure: bool = Field(default=False, description="Mark the web session cookie Secure (HTTPS).")
     auto_migrate: bool = Field(default=True, description="Apply migrations when `vf-hub serve` starts.")
 
-    @cached_property
+    @property
     def resolved_database_url(self) -> str:
         if self.database_url:
             return self.database_url
         return f"sqlite:///{self.data_dir / 'hub.db'}"
 
-    @cached_property
+    @property
     def resolved_blob_dir(self) -> Path:
         return self.blob_dir or self.data_dir / "blobs"
 

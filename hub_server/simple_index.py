@@ -20,7 +20,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from hub_server.auth import Principal
+from hub_server.auth import COOKIE_NAME, Principal, can_read
 from hub_server.db import Database
 from hub_server.models import Environment, HubState
 
@@ -31,6 +31,9 @@ API_VERSION = "1.1"  # PEP 700: adds versions, size and upload-time
 _SUPPORTED = (JSON_V1, HTML_V1, TEXT_HTML)
 _FORMATS = {"json": JSON_V1, "html": HTML_V1}
 _MAX_NEGATIVE = 10_000
+_COOKIE_MARK = f"{COOKIE_NAME}=".encode()
+# The Content-Type header the routes send for each media type (Starlette adds the charset to text/*).
+_CONTENT_TYPE = {m: (f"{m}; charset=utf-8" if m.startswith("text/") else m).encode() for m in _SUPPORTED}
 
 
 def negotiate(accept: str | None, fmt: str | None = None) -> str | None:
@@ -85,6 +88,10 @@ class ProjectPage:
     visibility: str
     html: bytes
     json: bytes
+
+    def body(self, media: str) -> bytes:
+        """The page in the negotiated media type."""
+        return self.json if media == JSON_V1 else self.html
 
 
 @dataclass(frozen=True)
@@ -157,12 +164,6 @@ def render_root(names: list[str]) -> tuple[bytes, bytes]:
     return body.encode(), orjson.dumps(doc)
 
 
-def visible(entry: ProjectEntry | ProjectPage, principal: Principal | None) -> bool:
-    if entry.visibility == "public":
-        return True
-    return principal is not None and principal.can_read_owner(entry.owner_id)
-
-
 @dataclass(frozen=True)
 class RootListing:
     entries: tuple[ProjectEntry, ...]
@@ -172,7 +173,7 @@ class RootListing:
     def for_principal(self, principal: Principal | None) -> tuple[bytes, bytes]:
         if principal is None:
             return self.public_html, self.public_json
-        return render_root([e.name for e in self.entries if visible(e, principal)])
+        return render_root([e.name for e in self.entries if can_read(principal, e)])
 
 
 class IndexCache:
@@ -293,7 +294,7 @@ class FastPath:
                         "type": "http.response.start",
                         "status": 200,
                         "headers": [
-                            (b"content-type", media.encode()),
+                            (b"content-type", _CONTENT_TYPE[media]),
                             (b"content-length", str(len(content)).encode()),
                             (b"vary", b"Accept, Authorization"),
                             (b"cache-control", b"public, no-cache"),
@@ -309,7 +310,7 @@ class FastPath:
     def _cached_body(self, scope: Scope) -> tuple[bytes, str] | None:
         accept: bytes | None = None
         for key, value in scope["headers"]:
-            if key == b"authorization" or (key == b"cookie" and b"vf_hub_token=" in value):
+            if key == b"authorization" or (key == b"cookie" and _COOKIE_MARK in value):
                 return None
             if key == b"accept":
                 accept = value
@@ -325,4 +326,4 @@ class FastPath:
         hit, page = self.index.cached_page(path[8:-1]) if path.endswith("/") else (False, None)
         if not hit or page is None or page.visibility != "public":
             return None
-        return (page.json if media == JSON_V1 else page.html), media
+        return page.body(media), media

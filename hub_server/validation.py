@@ -219,9 +219,7 @@ def _inspect_sdist(
                     f = tar.extractfile(member)
                     if f is not None:
                         sources[str(inner)] = f.read()
-    except UploadError:
-        raise
-    except (tarfile.TarError, OSError, EOFError, ValueError) as exc:
+    except (tarfile.TarError, OSError, EOFError, ValueError) as exc:  # an UploadError passes through
         raise UploadError(f"{filename} is not a valid tar archive: {exc}") from None
     if pkg_info is None:
         raise UploadError(f"{filename} has no {top}/PKG-INFO; build it with `python -m build --sdist`")

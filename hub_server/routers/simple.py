@@ -15,12 +15,12 @@ from fastapi.responses import FileResponse, RedirectResponse, StreamingResponse
 from sqlalchemy import select
 
 from hub_server import services
-from hub_server.auth import COOKIE_NAME, AuthError, Principal, can_read, token_from_authorization
+from hub_server.auth import can_read
 from hub_server.context import Hub
-from hub_server.deps import HubDep, PrincipalDep
+from hub_server.deps import HubDep, PrincipalDep, optional_principal
 from hub_server.models import Environment, File
 from hub_server.services import HubError
-from hub_server.simple_index import JSON_V1, ProjectPage, negotiate, visible
+from hub_server.simple_index import JSON_V1, negotiate
 from verifiers.hub.packaging import normalize_name
 
 router = APIRouter(tags=["simple index"])
@@ -37,18 +37,6 @@ _INDEX_RESPONSES: dict[int | str, dict[str, Any]] = {
     404: {"description": "No such project, or a private one you may not read."},
     406: {"description": "None of the Accept types is served."},
 }
-
-
-async def _principal(hub: Hub, request: Request) -> Principal | None:
-    header = request.headers.get("authorization")
-    cookie = request.cookies.get(COOKIE_NAME) if header is None else None
-    if not header and not cookie:
-        return None
-    try:
-        token = token_from_authorization(header) if header else cookie
-        return await run_in_threadpool(hub.principal, token) if token else None
-    except AuthError as exc:
-        raise HubError(401, str(exc)) from None
 
 
 def _page_response(body: bytes, media_type: str, private: bool) -> Response:
@@ -78,7 +66,7 @@ async def simple_root(request: Request) -> Response:
     media = negotiate(request.headers.get("accept"), request.query_params.get("format"))
     if media is None:
         return _not_acceptable()
-    principal = await _principal(hub, request)
+    principal = await optional_principal(request, hub)
     listing = hub.index.cached_root
     if listing is None:
         listing = await run_in_threadpool(hub.index.load_root)
@@ -96,17 +84,13 @@ async def simple_project(project: str, request: Request) -> Response:
     media = negotiate(request.headers.get("accept"), request.query_params.get("format"))
     if media is None:
         return _not_acceptable()
-    principal = await _principal(hub, request)
+    principal = await optional_principal(request, hub)
     hit, page = hub.index.cached_page(project)
     if not hit:
         page = await run_in_threadpool(hub.index.load_page, project)
-    if page is None or not visible(page, principal):
+    if page is None or not can_read(principal, page):
         return Response(content=b"Not Found\n", status_code=404, media_type="text/plain")
-    return _page_response(_body(page, media), media, page.visibility == "private")
-
-
-def _body(page: ProjectPage, media: str) -> bytes:
-    return page.json if media == JSON_V1 else page.html
+    return _page_response(page.body(media), media, page.visibility == "private")
 
 
 @router.get("/simple/{project}", include_in_schema=False)

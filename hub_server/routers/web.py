@@ -23,7 +23,6 @@ from hub_server import services
 from hub_server.auth import COOKIE_NAME, AuthError
 from hub_server.deps import HubDep, PrincipalDep, SessionDep
 from hub_server.models import ApiToken
-from hub_server.services import HubError
 
 router = APIRouter(include_in_schema=False)
 
@@ -169,11 +168,8 @@ def environment_page(
     principal: PrincipalDep,
     version: Annotated[str | None, Query(max_length=100)] = None,
 ) -> HTMLResponse:
-    try:
-        env = services.get_environment(session, principal, owner, name)
-        current = services.get_version(env, version) if version else services.latest_version(env)
-    except HubError as exc:
-        return render_error(request, exc.status_code, exc.detail)
+    env = services.get_environment(session, principal, owner, name)  # a HubError renders as error.html
+    current = services.get_version(env, version) if version else services.latest_version(env)
     base = _base_url(request)
     return _render(
         request,

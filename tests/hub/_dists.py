@@ -14,6 +14,8 @@ import tarfile
 import zipfile
 from dataclasses import dataclass, field
 
+from verifiers.hub.packaging import module_name
+
 EPOCH = (2024, 1, 1, 0, 0, 0)
 MTIME = 1_704_067_200
 
@@ -39,7 +41,7 @@ class Dist:
 
     @property
     def module(self) -> str:
-        return self.name.lower().replace("-", "_").replace(".", "_")
+        return module_name(self.name)
 
     @property
     def stem(self) -> str:

@@ -3,7 +3,6 @@ and install_from_hub into another venv. Runs against SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -18,6 +17,7 @@ from hub_server import services
 from tests.hub.conftest import LiveHub, clean_pip_env
 from verifiers.hub.client import HubClient
 from verifiers.hub.install import HubInstallError, install_from_hub
+from verifiers.hub.packaging import module_name
 
 LOAD_CHECK = (
     "import verifiers, {module}; env = {module}.load_environment(); "
@@ -26,34 +26,29 @@ LOAD_CHECK = (
 
 
 def make_project(parent: Path, name: str = "demo-env") -> Path:
-    """An environment project: made by vf-init when this checkout has it, else written here."""
-    module = name.replace("-", "_")
-    if importlib.util.find_spec("verifiers.cli.init") is not None:
-        subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                "import sys; from verifiers.cli.init import main; main(sys.argv[1:])",
-                name,
-                "--path",
-                str(parent),
-            ],
-            check=True,
-            capture_output=True,
-        )
-        return parent / module
-    project = parent / module
-    (project / module).mkdir(parents=True)
-    (project / "pyproject.toml").write_text(
-        f'[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n'
-        f'[project]\nname = "{name}"\nversion = "0.1.0"\nrequires-python = ">=3.11"\n'
-        'dependencies = ["verifiers-sdk"]\n'
+    """An environment project made by vf-init, as a user starts one."""
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from verifiers.cli.init import main; main(sys.argv[1:])",
+            name,
+            "--path",
+            str(parent),
+        ],
+        check=True,
+        capture_output=True,
     )
-    (project / module / "__init__.py").write_text(
-        "import verifiers as vf\n\n\ndef load_environment(**kwargs):\n"
-        '    return vf.SingleTurnEnv(dataset=[{"question": "1+1", "answer": "2"}], **kwargs)\n'
+    return parent / module_name(name)
+
+
+def assert_loads(python: Path, module: str = "demo_env") -> None:
+    """``python`` imports ``module`` and its load_environment() returns a verifiers.Environment."""
+    run = subprocess.run(
+        [str(python), "-c", LOAD_CHECK.format(module=module)], capture_output=True, text=True
     )
-    return project
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "SingleTurnEnv"
 
 
 def vf_push(project: Path, url: str, token: str, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -122,11 +117,7 @@ def test_push_then_pip_install_then_install_from_hub(
         env=clean_pip_env(),
     )
     assert pip.returncode == 0, pip.stdout + pip.stderr
-    run = subprocess.run(
-        [str(py1), "-c", LOAD_CHECK.format(module="demo_env")], capture_output=True, text=True
-    )
-    assert run.returncode == 0, run.stderr
-    assert run.stdout.strip() == "SingleTurnEnv"
+    assert_loads(py1)
 
     # install_from_hub into another venv: resolved version and content hash come back, and match the hub
     with HubClient(url=live_hub.url, token=token) as client:
@@ -137,10 +128,7 @@ def test_push_then_pip_install_then_install_from_hub(
     )
     assert (result.full_name, result.version, result.installed) == ("alice/demo-env", "0.1.0", True)
     assert result.content_hash == resolved.content_hash
-    run = subprocess.run(
-        [str(py2), "-c", LOAD_CHECK.format(module="demo_env")], capture_output=True, text=True
-    )
-    assert run.returncode == 0, run.stderr
+    assert_loads(py2)
 
     # a second call finds it satisfied; a bare name resolves because names are unique on the hub
     again = install_from_hub("demo-env", python=str(py2), url=live_hub.url, installer="pip")
@@ -188,10 +176,7 @@ def test_uv_installs_from_the_index(
         env=clean_pip_env(),
     )
     assert proc.returncode == 0, proc.stderr
-    run = subprocess.run(
-        [str(py), "-c", LOAD_CHECK.format(module="demo_env")], capture_output=True, text=True
-    )
-    assert run.returncode == 0, run.stderr
+    assert_loads(py)
     # install_from_hub with uv as the installer
     py2 = make_venv("uv-venv-2")
     result = install_from_hub("alice/demo-env", python=str(py2), url=live_hub.url, installer="uv")
@@ -214,10 +199,7 @@ def test_vf_install_command_from_the_hub(
     first = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
     assert first.returncode == 0, first.stdout + first.stderr
     assert "installed: alice/demo-env 0.1.0" in first.stdout and "content hash" in first.stdout
-    run = subprocess.run(
-        [str(py), "-c", LOAD_CHECK.format(module="demo_env")], capture_output=True, text=True
-    )
-    assert run.returncode == 0, run.stderr
+    assert_loads(py)
     second = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
     assert second.returncode == 0 and "already installed" in second.stdout
     missing = subprocess.run(

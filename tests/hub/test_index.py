@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from hub_server.app import create_app
+from hub_server.context import Hub
 from hub_server.settings import HubSettings
 from hub_server.simple_index import HTML_V1, JSON_V1, TEXT_HTML, negotiate
 from tests.hub._dists import Dist
@@ -134,3 +135,27 @@ def test_other_workers_see_changes(
         while other.get("/simple/demo-env/").status_code != 200:
             assert time.monotonic() < deadline, "the other worker never saw the publish"
             time.sleep(0.05)
+
+
+def test_fast_path_answers_like_the_routes(client: TestClient, hub: Hub, actors: Actors) -> None:
+    """The first anonymous GET after a change goes through the routes and fills the cache; the second is
+    answered by the FastPath middleware from that cache. Both must be the same response."""
+    assert publish(client, actors.alice, *Dist().pair()).status_code == 201
+    index = hub.index
+    index.check_generation()  # take the publish's generation now, so the poller clears nothing below
+    for path, cached in (
+        ("/simple/", lambda: index.cached_root is not None),
+        ("/simple/demo-env/", lambda: index.cached_page("demo-env")[0]),
+    ):
+        for headers in ({}, JSON_ACCEPT, {"Accept": HTML_V1}):
+            index.clear()
+            slow = client.get(path, headers=headers)
+            assert cached(), path
+            fast = client.get(path, headers=headers)
+            assert slow.status_code == fast.status_code == 200
+            assert slow.content == fast.content, (path, headers)
+            for name in ("content-type", "vary", "cache-control"):
+                assert slow.headers[name] == fast.headers[name], (path, headers, name)
+            head = client.head(path, headers=headers)
+            assert head.status_code == 200 and head.content == b""
+            assert head.headers["content-length"] == str(len(fast.content))

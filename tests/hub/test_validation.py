@@ -92,6 +92,13 @@ def test_missing_module() -> None:
 
 def test_src_layout_and_single_file_module() -> None:
     check(*Dist(files={"demo_env.py": b"def load_environment(): ...\n"}).pair())
+    # src layout: the sdist keeps the module under src/, the wheel at its root; both hash alike
+    source = b"def load_environment(): ...\n"
+    wheel = Dist(files={"demo_env/__init__.py": source}).wheel()
+    sdist = Dist(files={"src/demo_env/__init__.py": source}).sdist()
+    info = check(wheel, sdist)
+    assert info.content_hash == content_hash_of_sdist(sdist[1], "demo_env")
+    assert {"path": "src/demo_env/__init__.py", "size": len(source)} in info.sdist_files
 
 
 @pytest.mark.parametrize(

@@ -11,15 +11,13 @@ from typing import Annotated, Literal
 import typer
 from packaging.utils import parse_wheel_filename
 
+from verifiers.cli._common import EXIT_FAILED, fail, run_command
 from verifiers.hub.client import HubClient, HubClientError
 from verifiers.hub.packaging import content_hash_of_sdist, module_name
 
+PROG = "vf-push"
+
 app = typer.Typer(add_completion=False)
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    return typer.Exit(1)
 
 
 def build_distributions(project: Path, outdir: Path, *, isolation: bool = True) -> tuple[Path, Path]:
@@ -63,7 +61,7 @@ def push(
     """Build PATH's wheel and sdist and publish them as a new version on the hub."""
     project = path.resolve()
     if not (project / "pyproject.toml").is_file():
-        raise _fail(f"{project} has no pyproject.toml; run vf-push in an environment project (see vf-init)")
+        fail(f"{project} has no pyproject.toml; run vf-push in an environment project (see vf-init)")
     with tempfile.TemporaryDirectory(prefix="vf-push-") as tmp:
         out = outdir.resolve() if outdir else Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
@@ -71,13 +69,13 @@ def push(
         try:
             wheel, sdist = build_distributions(project, out, isolation=isolation)
         except RuntimeError as exc:
-            raise _fail(str(exc)) from None
+            fail(str(exc), EXIT_FAILED)
         name, version, _, _ = parse_wheel_filename(wheel.name)
         module = module_name(str(name))
         try:
             content_hash = content_hash_of_sdist(sdist, module)
         except ValueError as exc:
-            raise _fail(f"{exc}; an environment named {name} must ship the module {module}") from None
+            fail(f"{exc}; an environment named {name} must ship the module {module}", EXIT_FAILED)
         typer.echo(
             f"{name} {version}: {wheel.name} ({wheel.stat().st_size} B), {sdist.name} ({sdist.stat().st_size} B)"
         )
@@ -88,7 +86,7 @@ def push(
         try:
             with HubClient(url=url, token=token) as client:
                 if not client.token:
-                    raise _fail("no hub token: set VF_HUB_TOKEN, pass --token, or run `vf-hub login`")
+                    fail("no hub token: set VF_HUB_TOKEN, pass --token, or run `vf-hub login`")
                 namespace = owner or client.whoami().username
                 published = client.publish(
                     namespace, str(name), wheel, sdist, visibility=visibility, content_hash=content_hash
@@ -96,15 +94,15 @@ def push(
                 env_url = client.environment_url(published.environment)
                 index = client.index_url()
         except HubClientError as exc:
-            raise _fail(str(exc)) from None
+            fail(str(exc), EXIT_FAILED)
     typer.echo(f"published {published.environment} {published.version}")
     typer.echo(f"  {env_url}")
     typer.echo(f"  install: vf-install {published.environment}@=={published.version}")
     typer.echo(f"       or: pip install --index-url {index} {name}=={published.version}")
 
 
-def main() -> None:
-    app()
+def main(args: list[str] | None = None) -> None:
+    run_command(PROG, app, args)
 
 
 if __name__ == "__main__":

@@ -1,1 +1,1 @@
-"""Hub client side: packaging (the content hash) and, later, publish/install."""
+"""Hub client side: the content hash (``packaging``), the API client (``client``) and ``install``."""

@@ -37,7 +37,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from verifiers.hub.client import HubClient, HubClientError, ResolvedVersion
-from verifiers.hub.packaging import module_name, normalize_name, parse_env_spec
+from verifiers.hub.packaging import normalize_name, parse_env_spec
 
 Installer = Literal["auto", "pip", "uv"]
 # Variables that would add indexes or local wheel sources to the hub-only install step.
@@ -309,7 +309,7 @@ def _install(
         full_name=resolved.full_name,
         version=resolved.version,
         content_hash=resolved.content_hash,
-        module=resolved.module or module_name(resolved.name),
+        module=resolved.module,
         installed=installed,
         installer=chosen[0],
         python=python,

@@ -31,6 +31,12 @@ def _skip(rel: PurePosixPath) -> bool:
     return "__pycache__" in rel.parts or rel.suffix in (".pyc", ".pyo")
 
 
+def _hashed(rel: PurePosixPath, module: str) -> bool:
+    """Whether ``rel`` (relative to the directory holding the package) is a hashed file of ``module``."""
+    in_module = (rel.parts[0] == module and len(rel.parts) > 1) or str(rel) == f"{module}.py"
+    return in_module and not _skip(rel)
+
+
 def hash_files(files: Iterable[tuple[str, bytes]]) -> str:
     """Content hash of (relative POSIX path, bytes) pairs; the order given does not matter."""
     h = hashlib.sha256()
@@ -79,17 +85,14 @@ def content_hash_of_sdist(sdist: bytes | Path, module: str) -> str:
             parts = PurePosixPath(member.name).parts
             if len(parts) < 2:
                 continue
-            inner = PurePosixPath(*parts[1:])  # drop the "<name>-<version>" top directory
+            inner = str(PurePosixPath(*parts[1:]))  # drop the "<name>-<version>" top directory
             for prefix in files:
-                s = str(inner)
-                if not s.startswith(prefix):
+                if not inner.startswith(prefix):
                     continue
-                rel = PurePosixPath(s[len(prefix) :])
-                in_module = (rel.parts[0] == module and len(rel.parts) > 1) or str(rel) == f"{module}.py"
-                if in_module and not _skip(rel):
-                    f = tar.extractfile(member)
-                    if f is not None:
-                        files[prefix].append((str(rel), f.read()))
+                rel = PurePosixPath(inner[len(prefix) :])
+                f = tar.extractfile(member) if _hashed(rel, module) else None
+                if f is not None:
+                    files[prefix].append((str(rel), f.read()))
     for prefix in ("", "src/"):
         if files[prefix]:
             return hash_files(files[prefix])
@@ -110,9 +113,7 @@ def content_hash_of_wheel(wheel: bytes | Path, module: str) -> str:
         for info in zf.infolist():
             if info.is_dir():
                 continue
-            rel = PurePosixPath(info.filename)
-            in_module = (rel.parts[0] == module and len(rel.parts) > 1) or info.filename == f"{module}.py"
-            if in_module and not _skip(rel):
+            if _hashed(PurePosixPath(info.filename), module):
                 files.append((info.filename, zf.read(info)))
     if not files:
         raise ValueError(f"the wheel has no module {module!r} (expected {module}/ or {module}.py)")
