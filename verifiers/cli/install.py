@@ -8,13 +8,11 @@ interpreter: ``import <module>; <module>.load_environment`` must work.
 
 from __future__ import annotations
 
-import json
-import shutil
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -30,30 +28,19 @@ app = make_app(
     "hub too)."
 )
 
-# Runs in the target interpreter: proves the package imports and exposes load_environment.
-_CHECK = """
-import importlib, importlib.metadata as md, json, sys
-mod = importlib.import_module(sys.argv[1])
-fn = getattr(mod, "load_environment", None)
-if not callable(fn):
-    raise SystemExit(f"module {sys.argv[1]!r} has no load_environment() function")
-try:
-    version = md.version(sys.argv[2])
-except md.PackageNotFoundError:
-    version = None
-print(json.dumps({"version": version, "file": getattr(mod, "__file__", None)}))
-"""
-
 
 def installer_command(
     path: Path, *, python: str = sys.executable, upgrade: bool = False, no_deps: bool = False
 ) -> list[str]:
     """``uv pip install -e PATH`` for ``python`` when uv is available, else ``python -m pip install -e PATH``."""
-    uv = shutil.which("uv") or shutil.which("uv", path=str(Path(python).parent))
+    from verifiers.hub.install import HubInstallError, pick_installer
+
+    try:
+        _, prefix = pick_installer(python)
+    except HubInstallError as exc:
+        fail(str(exc), EXIT_FAILED)
     extra = [*(["--upgrade"] if upgrade else []), *(["--no-deps"] if no_deps else [])]
-    if uv:
-        return [uv, "pip", "install", "--python", python, *extra, "-e", str(path)]
-    return [python, "-m", "pip", "install", *extra, "-e", str(path)]
+    return [*prefix, *extra, "-e", str(path)]
 
 
 def _project(path: Path) -> tuple[str, str]:
@@ -89,15 +76,19 @@ def _local_dir(target: str) -> Path | None:
     return None
 
 
-def check_import(module: str, dist: str, python: str = sys.executable) -> dict[str, Any]:
-    proc = subprocess.run([python, "-c", _CHECK, module, dist], capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        lines = (proc.stderr or proc.stdout).strip().splitlines()
-        fail(
-            f"installed, but `import {module}; load_environment` failed: {lines[-1] if lines else proc.returncode}",
-            EXIT_FAILED,
-        )
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+def check_import(module: str, dist: str, python: str = sys.executable) -> str | None:
+    """The installed version of ``dist``, once ``import <module>; load_environment`` is proven to work."""
+    from verifiers.hub.install import HubInstallError, probe_environment
+
+    try:
+        probe = probe_environment(python, dist, module)
+    except HubInstallError as exc:
+        fail(str(exc).splitlines()[0], EXIT_FAILED)
+    if probe["error"] or not probe["callable"]:
+        reason = probe["error"] or f"module {module!r} has no load_environment() function"
+        fail(f"installed, but `import {module}; load_environment` failed: {reason}", EXIT_FAILED)
+    version: str | None = probe["version"]
+    return version
 
 
 def _install_local(path: Path, out: Console, *, upgrade: bool, no_deps: bool, verbose: bool) -> None:
@@ -112,10 +103,8 @@ def _install_local(path: Path, out: Console, *, upgrade: bool, no_deps: bool, ve
         fail(
             f"installing {path} failed (exit {proc.returncode}); see the installer output above", EXIT_FAILED
         )
-    info = check_import(module, dist)
-    out.print(
-        f"installed [bold]{dist}[/] {info.get('version') or '?'} (editable, {path}); import {module} OK"
-    )
+    version = check_import(module, dist)
+    out.print(f"installed [bold]{dist}[/] {version or '?'} (editable, {path}); import {module} OK")
 
 
 def _install_hub(spec: str, out: Console, *, upgrade: bool, token: str | None, hub_url: str | None) -> None:

@@ -11,13 +11,16 @@ from typing import Annotated, Literal
 import typer
 from packaging.utils import parse_wheel_filename
 
-from verifiers.cli._common import EXIT_FAILED, fail, run_command
+from verifiers.cli._common import EXIT_FAILED, fail, make_app, run_command
 from verifiers.hub.client import HubClient, HubClientError
 from verifiers.hub.packaging import content_hash_of_sdist, module_name
 
 PROG = "vf-push"
 
-app = typer.Typer(add_completion=False)
+app = make_app(
+    "Build an environment project (wheel + sdist, PEP 517) and publish it to the Environments Hub; prints "
+    "its page and the install commands."
+)
 
 
 def build_distributions(project: Path, outdir: Path, *, isolation: bool = True) -> tuple[Path, Path]:

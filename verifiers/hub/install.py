@@ -30,7 +30,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
@@ -129,18 +129,23 @@ def _installed_version(python: str, name: str) -> str | None:
     return out or None
 
 
-def _uv_binary() -> str | None:
-    """``uv`` on PATH, or next to this interpreter (a venv with ``pip install uv`` but not activated)."""
+def _uv_binary(python: str) -> str | None:
+    """``uv`` on PATH, or next to the target or this interpreter (a venv with ``pip install uv`` that is
+    not activated)."""
     found = shutil.which("uv")
     if found:
         return found
-    sibling = Path(sys.executable).parent / "uv"
-    return str(sibling) if sibling.is_file() and os.access(sibling, os.X_OK) else None
+    for exe in (python, sys.executable):
+        sibling = Path(exe).parent / "uv"
+        if sibling.is_file() and os.access(sibling, os.X_OK):
+            return str(sibling)
+    return None
 
 
-def _pick_installer(installer: Installer, python: str) -> tuple[str, list[str]]:
-    """The installer's name and command prefix: ``uv pip install --python PY`` or ``PY -m pip install``."""
-    uv = _uv_binary() if installer in ("uv", "auto") else None
+def pick_installer(python: str, installer: Installer = "auto") -> tuple[str, list[str]]:
+    """The installer's name and command prefix for ``python``: ``uv pip install --python PY`` when uv is
+    found (``auto`` or ``uv``), else ``PY -m pip install``. Used by hub and local (``vf-install``) installs."""
+    uv = _uv_binary(python) if installer in ("uv", "auto") else None
     if uv is not None:
         return "uv", [uv, "pip", "install", "--python", python]
     if installer == "uv":
@@ -259,7 +264,7 @@ def _install(
         raise HubInstallError(f"dependency cycle through {name}: {' -> '.join(sorted(seen))}")
     label = f"{owner + '/' if owner else ''}{name}{'@' + specifier if specifier else ''}"
     resolved = client.resolve(label)
-    chosen = _pick_installer(installer, python)
+    chosen = pick_installer(python, installer)
     have = _installed_version(python, resolved.name)
     installed = True
     if have is not None and not upgrade and SpecifierSet(specifier).contains(have, prereleases=True):
@@ -317,9 +322,15 @@ def _install(
     )
 
 
+def probe_environment(python: str, dist: str, module: str) -> dict[str, Any]:
+    """What ``python`` sees of an installed environment: ``version`` of ``dist``, whether ``module`` imports
+    with a callable ``load_environment`` (``callable``), its ``content_hash``, and an import ``error``."""
+    out = _run([python, "-c", _PROBE, dist, module], what=f"importing {module}")
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
 def _verify(python: str, resolved: ResolvedVersion) -> None:
-    out = _run([python, "-c", _PROBE, resolved.name, resolved.module], what=f"importing {resolved.module}")
-    probe = json.loads(out.strip().splitlines()[-1])
+    probe = probe_environment(python, resolved.name, resolved.module)
     if probe["error"]:
         raise HubInstallError(
             f"{resolved.full_name} installed but `import {resolved.module}` failed: {probe['error']}"
