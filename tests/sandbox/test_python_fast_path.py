@@ -4,6 +4,8 @@ exec'ing a new one. It must behave like the real interpreter; anything it cannot
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from verifiers.sandbox import Sandbox
@@ -16,6 +18,14 @@ PY = "python3"
 
 async def run(sandbox: Sandbox, code: str, *args: str, stdin: bytes | None = None, env=None):
     return await sandbox.exec([PY, "-c", code, *args], stdin=stdin, env=env)
+
+
+async def test_the_fast_path_is_taken(sandbox: Sandbox) -> None:
+    """Else the comparisons below would compare the exec path with itself. sys.flags is what shows it: the
+    agent's interpreter runs with -I -S -B."""
+    probe = "import sys; print(sys.flags.isolated)"
+    assert (await run(sandbox, probe)).stdout == "1\n"
+    assert (await run(sandbox, probe, env={"PYTHONHASHSEED": "0"})).stdout == "0\n"
 
 
 async def test_argv_main_path_and_exit_codes(sandbox: Sandbox) -> None:
@@ -56,22 +66,72 @@ async def test_scripts_get_their_own_argv_and_path(sandbox: Sandbox) -> None:
     assert (r.exit_code, r.stdout) == (0, "['pkg/main.py', 'x'] 42 __main__\n")
 
 
+TWO_LINES = b"1\n2\n"
+
+
 @pytest.mark.parametrize(
-    "code",
+    ("code", "stdin", "env"),
     [
-        "import sys; print(sys.argv[1:], end='')",
-        "import sys; sys.stdout.write('x' * 70000); sys.stderr.write('e')",
-        "print(input()); print(input())",
-        "import sys; print(sys.getdefaultencoding(), sys.stdout.encoding, type(exit).__name__)",
-        "raise SystemExit(7)",
-        "import os; os._exit(5)",
+        ("import sys; print(sys.argv[1:], end='')", TWO_LINES, {}),
+        ("import sys; sys.stdout.write('x' * 70000); sys.stderr.write('e')", TWO_LINES, {}),
+        ("print(input()); print(input())", TWO_LINES, {}),
+        (
+            "import sys; print(sys.getdefaultencoding(), sys.stdout.encoding, type(exit).__name__)",
+            TWO_LINES,
+            {},
+        ),
+        ("raise SystemExit(7)", TWO_LINES, {}),
+        ("import os; os._exit(5)", TWO_LINES, {}),
+        # stdin as the interpreter reads it: no newline translation, undecodable bytes kept as surrogates
+        ("import sys; print(repr(sys.stdin.read()))", b"a\r\nb\rc\xff\n", {}),
+        ("import sys; print(repr(sys.stdin.read()))", b"\xff\n", {"PYTHONIOENCODING": "utf-8"}),
+        ("print('\\udcff')", None, {}),
+        (
+            "import sys; print(sys.stdin, sys.stdout, sys.stderr.line_buffering, sys.__stdout__ is sys.stdout)",
+            None,
+            {},
+        ),
+        (
+            "import sys; print(sys.stdout.write_through, sys.stderr.line_buffering)",
+            None,
+            {"PYTHONUNBUFFERED": "1"},
+        ),
+        # uncaught exceptions: the program's traceback only, through sys.excepthook
+        ("def f():\n    raise ValueError('boom')\nf()", None, {}),
+        ("def broken(:", None, {}),
+        (
+            "import sys; sys.excepthook = lambda t, v, tb: print('hook', t.__name__, file=sys.stderr); 1/0",
+            None,
+            {},
+        ),
+        ("raise KeyboardInterrupt", None, {}),
+        # the program is compiled as the interpreter compiles it, in the same kind of __main__
+        ("def f(x: int): pass\nprint(f.__annotations__)", None, {}),
+        ("print(sorted(globals()), __loader__, __spec__)", None, {}),
+        ("import sys, site; print(sys.orig_argv, site.ENABLE_USER_SITE)", None, {}),
     ],
 )
-async def test_inline_runs_match_the_real_interpreter(sandbox: Sandbox, code: str) -> None:
+async def test_inline_runs_match_the_real_interpreter(
+    sandbox: Sandbox, code: str, stdin: bytes | None, env: dict[str, str]
+) -> None:
     # A PYTHONHASHSEED forces the ordinary exec path: the two must agree.
-    inline = await run(sandbox, code, "a", stdin=b"1\n2\n")
-    real = await run(sandbox, code, "a", stdin=b"1\n2\n", env={"PYTHONHASHSEED": "0"})
+    inline = await run(sandbox, code, "a", stdin=stdin, env=env)
+    real = await run(sandbox, code, "a", stdin=stdin, env={**env, "PYTHONHASHSEED": "0"})
     assert (inline.exit_code, inline.stdout, inline.stderr) == (real.exit_code, real.stdout, real.stderr)
+
+
+async def test_inline_scripts_match_the_real_interpreter(sandbox: Sandbox) -> None:
+    await sandbox.write_file(
+        "pkg/boom.py", "import sys\nprint(__file__, sorted(globals()), sys.path[0])\nraise ValueError(1)\n"
+    )
+    for argv in ([PY, "pkg/boom.py"], [PY, "./pkg/../pkg/boom.py"]):
+        inline = await sandbox.exec(argv)
+        real = await sandbox.exec(argv, env={"PYTHONHASHSEED": "0"})
+        assert (inline.exit_code, inline.stdout, inline.stderr) == (real.exit_code, real.stdout, real.stderr)
+        assert inline.stderr.startswith(f'Traceback (most recent call last):\n  File "{sandbox.workdir}/')
+    # What it cannot run itself, the interpreter runs (and reports).
+    r = await sandbox.exec([PY, "missing.py"])
+    assert r.exit_code == 2 and "can't open file" in r.stderr
 
 
 async def test_a_broken_pipe_ends_the_writer(sandbox: Sandbox) -> None:
@@ -79,13 +139,19 @@ async def test_a_broken_pipe_ends_the_writer(sandbox: Sandbox) -> None:
     assert (r.exit_code, r.stdout) == (0, "0\n1\n")
 
 
-def test_what_takes_the_exec_path() -> None:
+def test_what_takes_the_exec_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    env = {"PATH": "/nonexistent"}
-    assert inline_python_plan([sys.executable, "-c", "pass"], env) == ("-c", "pass")
-    assert inline_python_plan([sys.executable, "s.py", "a"], env) == ("script", "s.py")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.py").write_text("pass\n")
+    (tmp_path / "pkg").mkdir()
+    env = {"PATH": "/nonexistent", "LC_ALL": "C.UTF-8"}
+    assert inline_python_plan([sys.executable, "-c", "pass"], env) == ("<string>", "pass")
+    assert inline_python_plan([sys.executable, "s.py", "a"], env) == (str(tmp_path / "s.py"), b"pass\n")
+    assert inline_python_plan([sys.executable, "missing.py"], env) is None  # the interpreter reports it
+    assert inline_python_plan([sys.executable, "pkg"], env) is None  # a directory (or zip, .pyc)
     assert inline_python_plan([sys.executable, "-S", "-c", "pass"], env) is None  # other flags
-    assert inline_python_plan([sys.executable, "-c", "pass"], {"PYTHONPATH": "x"}) is None
+    assert inline_python_plan([sys.executable, "-c", "pass"], {**env, "PYTHONPATH": "x"}) is None
+    assert inline_python_plan([sys.executable, "-c", "pass"], {**env, "LC_ALL": "C"}) is None  # locale
     assert inline_python_plan(["/bin/sh", "-c", "true"], env) is None  # another executable
     assert inline_python_plan(["python3", "-c", "pass"], env) is None  # not found on PATH

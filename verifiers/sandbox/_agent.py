@@ -299,7 +299,7 @@ class Agent:
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             signal.signal(sig, signal.SIG_DFL)
         # Python ignores these; an exec'd program must get the default behaviour (e.g. `yes | head`).
-        for name in ("SIGPIPE", "SIGXFSZ", "SIGXFZ"):
+        for name in ("SIGPIPE", "SIGXFSZ"):
             if hasattr(signal, name):
                 signal.signal(getattr(signal, name), signal.SIG_DFL)
         os.setsid()
@@ -617,17 +617,27 @@ def _remove(path: str) -> None:
 # --- the Python fast path ----------------------------------------------------------------------------
 # Starting a new interpreter costs ~25-60 ms under gVisor's ptrace platform (hundreds of syscalls, each
 # trapped). A spare is already a forked, initialised interpreter of the very same executable, so a plain
-# `python3 -c CODE [ARGS]` or `python3 SCRIPT [ARGS]` runs inside it instead: fresh __main__, argv, stdio,
-# environment, sys.path[0] and signal dispositions as the interpreter would set them. Anything else (other
-# flags, PYTHON* variables, another executable) takes the ordinary exec path.
+# `python3 -c CODE [ARGS]` or `python3 SCRIPT.py [ARGS]` runs inside it instead, set up as the interpreter
+# would set it up: a fresh __main__, argv, sys.path[0], environment, standard streams, site, signal
+# dispositions, and the same reporting of an uncaught exception and exit status. Anything else (other
+# flags, PYTHON* variables, another locale or executable, a script that is not a readable .py file)
+# takes the ordinary exec path. What stays visible: sys.flags (the agent's -I -S -B), the modules the
+# agent imported, and a few frames of the agent's below the program's (docs/sandbox.md).
 _INLINE_ENV_OK = {"PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONIOENCODING"}
+#: The sandbox's locale (LC_ALL=C.UTF-8). Under another one the interpreter starts differently (locale
+#: coercion, stdio encoding and errors).
+_INLINE_LOCALES = {"C.UTF-8", "C.utf8"}
+_STDIO_NAMES = ("<stdin>", "<stdout>", "<stderr>")
 
 
-def inline_python_plan(argv: list[str], env: dict[str, str]) -> tuple[str, str] | None:
-    """``("-c", code)`` or ``("script", path)`` when ``argv`` can run in this interpreter, else ``None``."""
+def inline_python_plan(argv: list[str], env: dict[str, str]) -> tuple[str, str | bytes] | None:
+    """``(file name, source)`` of the program when ``argv`` can run in this interpreter, else ``None``:
+    ``("<string>", code)`` for ``-c``, ``(absolute path, contents)`` for a script."""
     if len(argv) < 2 or any(k.startswith("PYTHON") and k not in _INLINE_ENV_OK for k in env):
         return None
     if env.get("PYTHONIOENCODING", "utf-8").lower() not in ("utf-8", "utf8"):
+        return None
+    if (env.get("LC_ALL") or env.get("LC_CTYPE") or env.get("LANG")) not in _INLINE_LOCALES:
         return None
     exe = argv[0]
     if "/" not in exe:
@@ -644,53 +654,84 @@ def inline_python_plan(argv: list[str], env: dict[str, str]) -> tuple[str, str] 
     except OSError:
         return None
     if argv[1] == "-c":
-        return ("-c", argv[2]) if len(argv) >= 3 else None
-    if argv[1].startswith("-"):
-        return None
-    return ("script", argv[1])
+        return ("<string>", argv[2]) if len(argv) >= 3 else None
+    if argv[1].startswith("-") or not argv[1].endswith(".py"):
+        return None  # the interpreter also runs directories, zip files and .pyc files, its own way
+    path = os.path.join(os.getcwd(), argv[1])  # how the interpreter makes __main__.__file__ absolute
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        with open(path, "rb") as f:
+            return (path, f.read())
+    except OSError:
+        return None  # the interpreter reports it
 
 
-def run_inline_python(plan: tuple[str, str], argv: list[str], env: dict[str, str]) -> None:
+def _stdio(fd: int, errors: str, buffered: bool) -> io.TextIOWrapper:
+    """Standard stream ``fd`` as the interpreter creates it (``create_stdio`` in ``pylifecycle.c``): no
+    newline translation, stdin always buffered, stderr line-buffered, names ``<stdout>`` & co."""
+    write = fd != 0
+    raw = io.FileIO(fd, "wb" if write else "rb", closefd=False)
+    raw.name = _STDIO_NAMES[fd]
+    buffer: Any = raw
+    if not write:
+        buffer = io.BufferedReader(raw)
+    elif buffered:
+        buffer = io.BufferedWriter(raw)
+    stream = io.TextIOWrapper(
+        buffer,
+        encoding="utf-8",
+        errors=errors,
+        newline="\n",
+        line_buffering=buffered and fd == 2,
+        write_through=not buffered,
+    )
+    stream.mode = "w" if write else "r"  # type: ignore[misc]
+    return stream
+
+
+def run_inline_python(program: tuple[str, str | bytes], argv: list[str], env: dict[str, str]) -> None:
     """Run the planned program in this (spare) process and exit with its status, as `python3` would."""
     import atexit
-    import traceback
 
-    code = 0
+    filename, source = program
+    code, interrupted = 0, False
     try:
         os.environ.clear()
         os.environ.update(env)
+        sys.orig_argv = list(argv)
         sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
         # The interpreter ignores SIGPIPE/SIGXFSZ and turns SIGINT into KeyboardInterrupt.
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         if hasattr(signal, "SIGXFSZ"):
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        unbuffered = bool(env.get("PYTHONUNBUFFERED"))
-        sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 - lives until exit
-        raw_out = open(1, "wb", buffering=0 if unbuffered else -1, closefd=False)  # noqa: SIM115
-        sys.stdout = io.TextIOWrapper(raw_out, encoding="utf-8", write_through=unbuffered)
-        raw_err = open(2, "wb", buffering=0, closefd=False)  # noqa: SIM115
-        sys.stderr = io.TextIOWrapper(
-            raw_err, encoding="utf-8", errors="backslashreplace", line_buffering=True
-        )
-        # sys.__stdout__ etc. keep wrapping fds 0-2, which now are the command's streams.
+        # PYTHONIOENCODING with an encoding means 'strict'; the C.UTF-8 locale means 'surrogateescape'.
+        errors = "strict" if "PYTHONIOENCODING" in env else "surrogateescape"
+        buffered = not env.get("PYTHONUNBUFFERED")
+        sys.stdin, sys.stdout = _stdio(0, errors, buffered), _stdio(1, errors, buffered)
+        sys.stderr = _stdio(2, "backslashreplace", buffered)
+        sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr  # type: ignore[misc]
         import site
 
-        site.main()  # a plain `python3` imports site (exit/quit builtins, site-packages if visible)
-        kind, target = plan
-        if kind == "-c":
+        # A plain `python3` imports site: exit/quit builtins, site-packages, the user's site-packages.
+        site.ENABLE_USER_SITE = os.getuid() == os.geteuid() and os.getgid() == os.getegid()
+        site.main()
+        main = type(sys)("__main__")
+        namespace = main.__dict__
+        namespace.update(__builtins__=sys.modules["builtins"], __annotations__={})
+        if filename == "<string>":
             sys.argv = ["-c", *argv[3:]]
             sys.path.insert(0, "")
-            main_mod = type(sys)("__main__")
-            main_mod.__dict__["__builtins__"] = __builtins__
-            sys.modules["__main__"] = main_mod
-            exec(compile(target, "<string>", "exec"), main_mod.__dict__)
+            namespace["__loader__"] = sys.modules["builtins"].__loader__  # BuiltinImporter
         else:
-            import runpy
-
-            sys.argv = [target, *argv[2:]]
-            sys.path.insert(0, os.path.dirname(os.path.realpath(target)))
-            runpy.run_path(target, run_name="__main__")
+            sys.argv = [argv[1], *argv[2:]]
+            sys.path.insert(0, os.path.dirname(os.path.realpath(filename)))
+            loader = sys.modules["_frozen_importlib_external"].SourceFileLoader("__main__", filename)
+            namespace.update(__file__=filename, __cached__=None, __loader__=loader)
+        sys.modules["__main__"] = main
+        # dont_inherit: not this module's `from __future__ import annotations`.
+        exec(compile(source, filename, "exec", dont_inherit=True), namespace)
     except SystemExit as exc:
         if exc.code is None:
             code = 0
@@ -700,21 +741,33 @@ def run_inline_python(plan: tuple[str, str], argv: list[str], env: dict[str, str
             with contextlib.suppress(Exception):
                 print(exc.code, file=sys.stderr)
             code = 1
-    except BaseException:
-        with contextlib.suppress(Exception):
-            traceback.print_exc()
-        code = 1
+    except BaseException as exc:
+        # Reported through sys.excepthook, without this function's frame, as the interpreter does.
+        tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
+        try:
+            sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+        except BaseException:
+            with contextlib.suppress(BaseException):
+                sys.__excepthook__(type(exc), exc, tb)
+        code, interrupted = 1, isinstance(exc, KeyboardInterrupt)
+    # Then what interpreter exit does: join non-daemon threads, run atexit, flush the streams.
     with contextlib.suppress(BaseException):
         if "threading" in sys.modules:
-            sys.modules["threading"]._shutdown()  # wait for non-daemon threads, as interpreter exit does
+            sys.modules["threading"]._shutdown()
         atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
-            stream.flush()
-        except BrokenPipeError:
-            code = code or 120
-        except Exception:
-            pass
+            if stream is not None and not stream.closed:
+                stream.flush()
+        except Exception as exc:
+            code = 120
+            if stream is sys.stdout:
+                with contextlib.suppress(Exception):
+                    print(f"Exception ignored in: {stream!r}", file=sys.stderr)
+                    sys.__excepthook__(type(exc), exc, None)
+    if interrupted:  # an uncaught KeyboardInterrupt ends the interpreter by SIGINT
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     os._exit(code & 0xFF)
 
 

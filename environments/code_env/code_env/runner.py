@@ -309,14 +309,14 @@ class TestProcess:
                     os._exit(exit_code)
         except TestTimeout:
             report["status"] = "timeout"
-        except MemoryError:
+        except MemoryError as exc:
             if index > self.start:  # the memory earlier tests left behind may be to blame: run it again
                 self._cleanup(module)
                 return {"i": index, STOP: "memory"}, False
-            sys.__excepthook__(*sys.exc_info())
+            _print_exception(exc)
             exit_code, keep_going = 1, False
         except BaseException as exc:
-            sys.__excepthook__(*sys.exc_info())  # the C implementation: no traceback module to import
+            _print_exception(exc)
             exit_code = 1
             keep_going = isinstance(exc, Exception)
         elapsed = time.monotonic() - start
@@ -394,6 +394,16 @@ class TestProcess:
         except OSError:
             return False
         return True
+
+
+def _print_exception(exc: BaseException) -> None:
+    """The traceback ``python3 solution.py`` would print: without the runner's frames above the
+    solution's (an error the runner raised itself, e.g. a missing function, is its message alone)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != "solution.py":
+        tb = tb.tb_next
+    # The C hook (no traceback module to import) prints the traceback the exception carries: cut it too.
+    sys.__excepthook__(type(exc), exc.with_traceback(tb), tb)
 
 
 def _exit_code(exc: SystemExit) -> int:
@@ -710,7 +720,9 @@ def main() -> None:
     with open(os.path.join(workdir, "solution.py"), "rb") as f:
         source = f.read()
     try:
-        code = compile(source, "solution.py", "exec")
+        # dont_inherit: the solution runs as `python3 solution.py` would, not under this file's
+        # `from __future__ import annotations`.
+        code = compile(source, "solution.py", "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
         import traceback  # only for this rare case: imports cost time in gVisor
 

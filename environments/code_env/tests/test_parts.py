@@ -145,6 +145,21 @@ def test_a_test_process_hands_over_before_its_cpu_limit_could_cut_a_test_short(t
     assert report.passed, report.cases
 
 
+def test_solutions_run_as_under_python3(tmp_path: Path) -> None:
+    """A solution is compiled on its own (not under the runner's ``from __future__ import annotations``)
+    and its traceback starts at its own code, as with ``python3 solution.py``."""
+    tests = {"fn_name": None, "inputs": ["\n"], "outputs": ["True\n"]}
+    limits = ScoringLimits(timeout=5.0)
+    evaluated = "def f(x: int):\n    pass\nprint(f.__annotations__['x'] is int)\n"
+    assert run_on_host(evaluated, tests, limits, tmp_path / "a", cpu_s=10).passed
+    undefined = "def f(x: Undefined):\n    pass\nprint(True)\n"
+    (case,) = run_on_host(undefined, tests, limits, tmp_path / "b", cpu_s=10).cases
+    assert case.status == "error"
+    assert (case.detail or "").startswith(
+        'Traceback (most recent call last):\n  File "solution.py", line 1, in <module>\nNameError'
+    ), case.detail
+
+
 def test_bundled_sample_shape() -> None:
     records = sample_records()
     assert len(records) >= 30
