@@ -10,6 +10,7 @@ import pytest
 
 from verifiers.errors import SandboxError
 from verifiers.sandbox import (
+    LazySandboxPool,
     LocalBackend,
     SandboxBackend,
     SandboxPool,
@@ -87,6 +88,36 @@ async def test_pool_leases_run_concurrently(secure_backend: SandboxBackend) -> N
         ids = [sb.id for sb in list(pool._ready._queue)]  # type: ignore[attr-defined]
     for sid in ids:
         assert await wait_until_clean(sid, wait_s=15) == []
+
+
+async def test_a_discarded_sandbox_is_replaced_even_if_alive(secure_backend: SandboxBackend) -> None:
+    async with SandboxPool(secure_backend, size=1, limits=TEST_LIMITS) as pool:
+        sb = await pool.acquire()
+        pool.release(sb, discard=True)
+        async with pool.lease() as fresh:
+            assert fresh.id != sb.id
+    assert pool.stats["replaced"] == 1 and pool.stats["recycled"] == 1  # only `fresh` was reset
+    assert await wait_until_clean(sb.id, wait_s=15) == []
+
+
+async def test_lazy_pool_starts_on_first_use_and_afresh_after_close(secure_backend: SandboxBackend) -> None:
+    with pytest.raises(ValueError):
+        LazySandboxPool(secure_backend.name, size=0)
+    lazy = LazySandboxPool(secure_backend.name, size=1, limits=TEST_LIMITS)
+    first = await lazy.get()
+    try:
+        assert await lazy.get() is first and first.backend_name == secure_backend.name
+        assert first.stats["created"] == 1  # started: the sandbox was ready before get() returned
+    finally:
+        await lazy.close()
+    await lazy.close()  # idempotent
+    second = await lazy.get()
+    try:
+        assert second is not first
+        async with second.lease() as sb:
+            assert (await sb.exec(["echo", "again"])).stdout == "again\n"
+    finally:
+        await lazy.close()
 
 
 async def test_pool_reports_a_backend_that_cannot_start() -> None:

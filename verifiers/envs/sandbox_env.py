@@ -12,7 +12,6 @@ that ran each rollout is recorded in its result as ``sandbox_backend``.
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 from verifiers.envs.stateful_tool_env import StatefulToolEnv
@@ -68,17 +67,13 @@ class SandboxEnv(StatefulToolEnv):
         max_tool_output_chars: int | None = 8000,
         **kwargs: Any,
     ) -> None:
-        if pool_size < 1:
-            raise ValueError("pool_size must be at least 1")
+        from verifiers.sandbox import LazySandboxPool
+
         if command_timeout <= 0:
             raise ValueError("command_timeout must be positive")
+        self._sandboxes = LazySandboxPool(backend, size=pool_size, limits=limits)
         super().__init__(max_tool_output_chars=max_tool_output_chars, **kwargs)
-        self.backend_name = backend
-        self.pool_size = pool_size
-        self.limits = limits
         self.command_timeout = command_timeout
-        self._pool: SandboxPool | None = None
-        self._pool_lock = asyncio.Lock()
         self.add_tool(self.bash, hidden_args=[SANDBOX])
         self.add_tool(self.python, hidden_args=[SANDBOX])
 
@@ -114,24 +109,14 @@ class SandboxEnv(StatefulToolEnv):
         await self.sandbox_pool()
 
     async def teardown(self) -> None:
-        async with self._pool_lock:
-            pool, self._pool = self._pool, None
         try:
-            if pool is not None:
-                await pool.close()
+            await self._sandboxes.close()
         finally:
             await super().teardown()
 
     async def sandbox_pool(self) -> SandboxPool:
         """The warm pool, started on first use (``setup()`` starts it before a run)."""
-        from verifiers.sandbox import SandboxPool, get_backend
-
-        async with self._pool_lock:
-            if self._pool is None:
-                pool = SandboxPool(get_backend(self.backend_name), size=self.pool_size, limits=self.limits)
-                await pool.start()
-                self._pool = pool
-            return self._pool
+        return await self._sandboxes.get()
 
     async def setup_state(self, state: State) -> None:
         await super().setup_state(state)

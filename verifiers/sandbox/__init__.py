@@ -25,13 +25,14 @@ from verifiers.sandbox._backends import (
     get_backend,
     reap_orphans,
 )
-from verifiers.sandbox._pool import SandboxPool
+from verifiers.sandbox._pool import LazySandboxPool, SandboxPool
 from verifiers.sandbox._sandbox import Sandbox
 from verifiers.sandbox._types import ExecResult, SandboxLimits
 
 __all__ = [
     "BwrapBackend",
     "ExecResult",
+    "LazySandboxPool",
     "LocalBackend",
     "RunscBackend",
     "Sandbox",

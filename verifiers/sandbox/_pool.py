@@ -10,7 +10,7 @@ from types import TracebackType
 from typing import Any
 
 from verifiers.errors import SandboxError
-from verifiers.sandbox._backends import SandboxBackend
+from verifiers.sandbox._backends import SandboxBackend, get_backend
 from verifiers.sandbox._sandbox import Sandbox
 from verifiers.sandbox._types import SandboxLimits
 
@@ -141,14 +141,15 @@ class SandboxPool:
             with contextlib.suppress(asyncio.CancelledError):
                 await getter
 
-    def release(self, sb: Sandbox) -> None:
-        """Give a sandbox back; it is reset (or replaced) in the background."""
+    def release(self, sb: Sandbox, *, discard: bool = False) -> None:
+        """Give a sandbox back; it is reset (or replaced) in the background. ``discard`` replaces it even
+        if it still answers (a sandbox the caller no longer trusts)."""
         if sb not in self._leased:
             return
         self._leased.discard(sb)
         if self._closed:
             self._spawn(self._destroy(sb))
-        elif self.recycle and sb.alive:
+        elif self.recycle and sb.alive and not discard:
             self._spawn(self._recycle(sb))
         else:
             self._spawn(self._replace(sb))
@@ -209,3 +210,39 @@ class SandboxPool:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+
+class LazySandboxPool:
+    """A :class:`SandboxPool` made and started on first use — the backend is chosen then, by name (``None``:
+    ``$VF_SANDBOX_BACKEND`` or the best secure one), so nothing needs a sandbox backend until a sandbox is
+    needed — and closed by :meth:`close`, after which the next :meth:`get` starts a fresh one.
+
+    What an environment holds: ``setup()`` calls :meth:`get`, ``teardown()`` calls :meth:`close`.
+    """
+
+    def __init__(
+        self, backend: str | None = None, *, size: int = 4, limits: SandboxLimits | None = None
+    ) -> None:
+        if size < 1:
+            raise ValueError("pool size must be at least 1")
+        self.backend_name = backend
+        self.size = size
+        self.limits = limits
+        self._pool: SandboxPool | None = None
+        self._lock = asyncio.Lock()
+
+    async def get(self) -> SandboxPool:
+        """The started pool; raises :class:`SandboxError` if it cannot start."""
+        async with self._lock:
+            if self._pool is None:
+                pool = SandboxPool(get_backend(self.backend_name), size=self.size, limits=self.limits)
+                await pool.start()
+                self._pool = pool
+            return self._pool
+
+    async def close(self) -> None:
+        """Close the pool, if one was started (its sandboxes are destroyed)."""
+        async with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()

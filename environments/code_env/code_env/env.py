@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -10,7 +9,7 @@ import verifiers as vf
 from code_env.parsing import CodeParser
 from code_env.scoring import CaseResult, ProblemTests, ScoreReport, ScoringLimits, score_solution
 from verifiers.errors import SandboxError
-from verifiers.sandbox import SandboxPool, get_backend
+from verifiers.sandbox import LazySandboxPool
 
 log = logging.getLogger("code_env")
 
@@ -34,62 +33,50 @@ class CodeEnv(vf.SingleTurnEnv):
         tolerance: float = 1e-3,
         **kwargs: Any,
     ) -> None:
-        if pool_size < 1:
-            raise ValueError("pool_size must be at least 1")
         if sandbox_retries < 0:
             raise ValueError("sandbox_retries cannot be negative")
         self.limits = limits or ScoringLimits()
         self.max_tests = max_tests
-        self.backend_name = backend
-        self.pool_size = pool_size
         self.sandbox_retries = sandbox_retries
         self.tolerance = tolerance
-        self._pool: SandboxPool | None = None
-        self._pool_lock = asyncio.Lock()
+        self._sandboxes = LazySandboxPool(
+            backend, size=pool_size, limits=self.limits.sandbox_limits(max_tests)
+        )
         super().__init__(parser=CodeParser(), rubric=vf.Rubric([self.passed]), **kwargs)
 
     # --- sandboxes ---------------------------------------------------------------------------------
     async def setup(self) -> None:
-        await self._get_pool()
+        await super().setup()
+        await self._sandboxes.get()
 
     async def teardown(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
-
-    async def _get_pool(self) -> SandboxPool:
-        async with self._pool_lock:
-            if self._pool is None:
-                pool = SandboxPool(
-                    get_backend(self.backend_name),
-                    size=self.pool_size,
-                    limits=self.limits.sandbox_limits(self.max_tests),
-                )
-                await pool.start()
-                self._pool = pool
-            return self._pool
+        try:
+            await self._sandboxes.close()
+        finally:
+            await super().teardown()
 
     async def run_tests(self, code: str, tests: ProblemTests) -> tuple[ScoreReport, str]:
         """Score ``code`` on a pooled sandbox, retrying sandbox failures on fresh ones.
 
         Returns the report and the name of the backend that ran it.
         """
-        pool = await self._get_pool()
+        pool = await self._sandboxes.get()
         error: SandboxError | None = None
         for attempt in range(self.sandbox_retries + 1):
             sandbox = await pool.acquire()
+            failed = False
             try:
                 report = await score_solution(
                     code, tests, sandbox, limits=self.limits, tolerance=self.tolerance
                 )
                 return report, sandbox.backend
             except SandboxError as exc:
-                error = exc
+                error, failed = exc, True
                 log.warning("code-env: sandbox failure (attempt %d): %s", attempt + 1, exc)
-                # A sandbox that failed us is not trusted again, even if it still answers.
-                await sandbox.destroy()
             finally:
-                pool.release(sandbox)
+                # A sandbox that failed us is not trusted again, even if it still answers: the pool
+                # replaces it in the background.
+                pool.release(sandbox, discard=failed)
         raise SandboxError(
             f"scoring failed on {self.sandbox_retries + 1} sandbox(es); last error: {error}"
         ) from error
