@@ -3,8 +3,8 @@
 Run:  .venv/bin/python benchmarks/sandbox.py [--backends runsc,bwrap,local] [--execs 50] [--json out.json]
 
 The baseline is a plain ``subprocess.run`` of the same real interpreter on the host, measured in the same
-run, so ratios are comparable across machines. ``bench_scoring_throughput`` is the hook for the code-env
-scoring benchmark: extend it (or add siblings) rather than writing a second harness.
+run, so ratios are comparable across machines. Scoring throughput (code-env's scorer through a pool) is
+``benchmarks/code_env_scoring.py``.
 """
 
 from __future__ import annotations
@@ -126,32 +126,6 @@ async def bench_warm_exec(
     return {name: {label: summary(xs) for label, xs in d.items()} for name, d in series.items()}
 
 
-async def bench_scoring_throughput(
-    backend: SandboxBackend, *, n_jobs: int = 24, pool_size: int = 2
-) -> dict[str, float]:
-    """Executions per second of small "run the tests on this solution" jobs through a pool.
-
-    Placeholder workload (write a solution + a test file, run the test) for the code-env scoring
-    benchmark; the code-env owner replaces the job body with the real scorer.
-    """
-    solution = "def add(a, b):\n    return a + b\n"
-    test = "from solution import add\nassert add(2, 3) == 5\nprint('ok')\n"
-
-    async with SandboxPool(backend, size=pool_size) as pool:
-
-        async def job() -> bool:
-            async with pool.lease() as sb:
-                await sb.write_file("solution.py", solution)
-                await sb.write_file("test_solution.py", test)
-                r = await sb.exec(["python3", "test_solution.py"])
-                return r.ok
-
-        t0 = time.perf_counter()
-        results = await asyncio.gather(*(job() for _ in range(n_jobs)))
-        elapsed = time.perf_counter() - t0
-    return {"jobs": n_jobs, "ok": sum(results), "jobs_per_s": n_jobs / elapsed, "pool_size": pool_size}
-
-
 def fmt(s: dict[str, float]) -> str:
     return f"p50 {s['p50_ms']:8.1f} ms   p95 {s['p95_ms']:8.1f} ms"
 
@@ -162,7 +136,6 @@ async def main() -> None:
     ap.add_argument("--execs", type=int, default=50, help="interleaved warm-exec rounds")
     ap.add_argument("--cycles", type=int, default=5, help="create/destroy cycles")
     ap.add_argument("--idle-ms", type=float, default=100.0, help="idle time before the 'idle' warm exec")
-    ap.add_argument("--scoring", action="store_true", help="also run bench_scoring_throughput")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
 
@@ -177,8 +150,6 @@ async def main() -> None:
     for backend in backends:
         name = backend.name
         r = await bench_lifecycle(backend, args.cycles, max(5, args.execs // 5))
-        if args.scoring:
-            r["scoring"] = await bench_scoring_throughput(backend)
         report["backends"][name] = r
         w = warm[name]
         print(f"\n[{name}]")
@@ -199,8 +170,6 @@ async def main() -> None:
         print(
             f"  pool release (caller)     {fmt(r['pool_release'])}   <- reset/destroy run in the background"
         )
-        if "scoring" in r:
-            print(f"  scoring throughput        {r['scoring']['jobs_per_s']:.1f} jobs/s ({r['scoring']})")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
 

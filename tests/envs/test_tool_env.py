@@ -262,6 +262,12 @@ def test_tool_env_needs_chat_and_unique_names() -> None:
     assert [t["function"]["name"] for t in env.tool_schemas][-1] == "shout2"
     assert vf.ToolEnv(dataset=ROWS).tools_for(vf.State()) is None
 
+    class CompletionToolEnv(vf.ToolEnv):
+        message_type = "completion"
+
+    with pytest.raises(ValueError, match="needs chat messages"):
+        CompletionToolEnv(dataset=ROWS, tools=[shout])
+
 
 # --- StatefulToolEnv ---------------------------------------------------------------------------------
 class Counter:

@@ -15,9 +15,11 @@ import logging
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import threading
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +107,10 @@ def _root_links() -> list[tuple[str, str | None]]:
     return out
 
 
+#: Host files of /etc that sandboxes see (read-only): the loader's cache, alternatives' links, the time zone.
+HOST_ETC = ("ld.so.cache", "alternatives", "localtime")
+
+
 def _write_etc(etc: Path, uid: int) -> None:
     """A minimal /etc: who the sandbox user is, localhost, and nothing of the host's configuration."""
     etc.mkdir(exist_ok=True)
@@ -114,7 +120,7 @@ def _write_etc(etc: Path, uid: int) -> None:
     (etc / "group").write_text(f"root:x:0:\nsandbox:x:{uid}:\n")
     (etc / "hosts").write_text("127.0.0.1 localhost\n::1 localhost\n")
     (etc / "hostname").write_text("sandbox\n")
-    for name in ("ld.so.cache", "alternatives", "localtime"):
+    for name in HOST_ETC:
         # Mount points for the host files bound read-only over them.
         src = Path("/etc") / name
         if src.is_dir() and not src.is_symlink():
@@ -157,8 +163,8 @@ def _cleanup_at_exit() -> None:
     for sd, backend in items:
         try:
             backend.teardown(sd)
-        except Exception:
-            pass
+        except Exception as exc:  # keep going; the reaper of a later process gets another chance
+            log.warning("sandbox %s: teardown at exit failed: %s", sd.id, exc)
         sd.remove()
 
 
@@ -436,7 +442,7 @@ class RunscBackend(SandboxBackend):
                 {"destination": hidden, "type": "bind", "source": str(empty), "options": ["rbind", "ro"]}
             )
         _write_etc(rootfs / "etc", RUNSC_UID)
-        for name in ("ld.so.cache", "alternatives", "localtime"):
+        for name in HOST_ETC:
             src = Path("/etc") / name
             if src.exists():
                 bind(str(src), is_file=not src.is_dir())
@@ -573,7 +579,7 @@ class BwrapBackend(SandboxBackend):
             (sd.path / "empty").mkdir(exist_ok=True)
             argv += ["--ro-bind", str(sd.path / "empty"), hidden]
         argv += ["--ro-bind", str(etc), "/etc"]
-        for name in ("ld.so.cache", "alternatives", "localtime"):
+        for name in HOST_ETC:
             argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         argv += [
             "--ro-bind", str(AGENT_SOURCE.resolve()), AGENT_PATH,
@@ -612,32 +618,21 @@ class BwrapBackend(SandboxBackend):
 def _kill_uid(uid: int) -> None:
     """SIGKILL every host process running as ``uid`` (a bwrap sandbox's private uid) until none is left."""
     for _ in range(50):
-        found = False
-        for pid_s in os.listdir("/proc"):
-            if not pid_s.isdigit():
-                continue
-            try:
-                if os.stat(f"/proc/{pid_s}").st_uid != uid:
-                    continue
-                found = True
-                os.kill(int(pid_s), 9)
-            except (OSError, ProcessLookupError):
-                continue
-        if not found:
+        pids = _state.processes_of_uid(uid)
+        if not pids:
             return
-        threading.Event().wait(0.01)
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
 
 
 # --- local -----------------------------------------------------------------------------------------
 def _user_task_count(uid: int) -> int:
     n = 0
-    for pid_s in os.listdir("/proc"):
-        if pid_s.isdigit():
-            try:
-                if os.stat(f"/proc/{pid_s}").st_uid == uid:
-                    n += len(os.listdir(f"/proc/{pid_s}/task"))
-            except OSError:
-                continue
+    for pid in _state.processes_of_uid(uid):
+        with contextlib.suppress(OSError):
+            n += len(os.listdir(f"/proc/{pid}/task"))
     return n
 
 
@@ -664,16 +659,17 @@ class LocalBackend(SandboxBackend):
         uid = os.geteuid()
         # RLIMIT_NPROC counts every process of the user, so leave room for those already running.
         extra = 0 if uid == 0 else _user_task_count(uid)
+        env = _sandbox_env(py, str(work), str(tmp))
         agent_cfg = _agent_config(
             sd.id, limits, workspace=str(work), scratch=[str(tmp)],
-            env=_sandbox_env(py, str(work), str(tmp)), uid=None, pidns=False, nproc_extra=extra,
+            env=env, uid=None, pidns=False, nproc_extra=extra,
         )  # fmt: skip
         launched = await _spawn(
             [py.executable, "-I", "-S", "-B", str(AGENT_SOURCE.resolve()), agent_cfg],
             sd,
             str(work),
             cwd=str(work),
-            env={**_sandbox_env(py, str(work), str(tmp)), "VF_SANDBOX_ID": sd.id},
+            env={**env, "VF_SANDBOX_ID": sd.id},
         )
         self._record_pid(sd, "host_pid", launched.proc.pid)
         return launched
@@ -689,7 +685,7 @@ class LocalBackend(SandboxBackend):
                 return
             for pid in pids:
                 kill_if(pid, proc_start_time(pid))
-            threading.Event().wait(0.01)
+            time.sleep(0.01)
 
 
 # --- selection -------------------------------------------------------------------------------------

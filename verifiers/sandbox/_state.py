@@ -94,6 +94,17 @@ def processes_with_env(marker: str) -> list[int]:
     return out
 
 
+def processes_of_uid(uid: int) -> list[int]:
+    """Pids of the processes running as ``uid`` (a bwrap sandbox's private uid, a local sandbox's user)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            with contextlib.suppress(OSError):
+                if os.stat(f"/proc/{name}").st_uid == uid:
+                    out.append(int(name))
+    return out
+
+
 @dataclass
 class StateDir:
     """The record of one sandbox."""
