@@ -7,8 +7,6 @@ import asyncio
 import json
 import os
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +25,8 @@ from code_env import (
 from code_env.scoring import _bundle
 
 import verifiers as vf
-from tests.scripted_server import Reply, ScriptedServer
+from tests.env_testing import run_vf_eval
+from tests.scripted_server import Reply, Rule, ScriptedServer
 from verifiers.errors import SandboxError
 from verifiers.sandbox import SandboxPool, get_backend
 
@@ -462,48 +461,13 @@ async def test_end_to_end_through_the_engine(
 
 def test_vf_eval_subprocess(fast_backend: str, tmp_path: Path) -> None:
     records = sample_records()[:4]
-    rules = {
-        "default": "no idea",
-        "rules": [{"match": r["question"][:60], "content": answer(r["reference"])} for r in records],
-    }
-    (tmp_path / "rules.json").write_text(json.dumps(rules))
-    server = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "scripted_server.py"), "--rules", str(tmp_path / "rules.json")],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        port = int(server.stdout.readline().split()[1])
-        out = tmp_path / "run"
-        env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
-        proc = subprocess.run(
-            [
-                str(Path(sys.executable).parent / "vf-eval"),
-                "code-env",
-                "-b",
-                f"http://127.0.0.1:{port}/v1",
-                "-m",
-                "scripted",
-                "-n",
-                "6",
-                "-r",
-                "1",
-                "-a",
-                json.dumps({"backend": fast_backend}),
-                "-o",
-                str(out),
-                "--json",
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=env,
+    rules = [Rule(r["question"][:60], answer(r["reference"])) for r in records]
+    out = tmp_path / "run"
+    with ScriptedServer(rules=rules, default="no idea") as server:
+        args = ["code-env", "-b", server.url, "-m", "scripted", "-n", "6", "-r", "1"]
+        proc = run_vf_eval(
+            *args, "-a", json.dumps({"backend": fast_backend}), "-o", str(out), "--json", cwd=ROOT
         )
-    finally:
-        server.terminate()
-        server.wait(10)
     assert proc.returncode == 0, proc.stderr
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     by_id = {r["example_id"]: r for r in rows}
