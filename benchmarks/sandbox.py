@@ -29,7 +29,7 @@ from verifiers.sandbox import (
     available_backends,
     get_backend,
 )
-from verifiers.sandbox._backends import host_python
+from verifiers.sandbox._host import host_python
 
 TRIVIAL = ["python3", "-c", "pass"]
 

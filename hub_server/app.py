@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.metadata
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -22,11 +23,10 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-import verifiers
 from hub_server import migrate
 from hub_server.context import Hub
 from hub_server.routers import api, simple, web
-from hub_server.services import HubError
+from hub_server.services.errors import HubError
 from hub_server.settings import HubSettings
 from hub_server.simple_index import FastPath
 
@@ -131,7 +131,7 @@ def create_app(settings: HubSettings | None = None) -> FastAPI:
 
     app = FastAPI(
         title="verifiers Environments Hub",
-        version=verifiers.__version__,
+        version=importlib.metadata.version("verifiers-sdk"),  # the distribution both packages ship in
         description="Registry of verifiers environment packages: JSON API, PEP 503/691 simple index, web UI.",
         lifespan=lifespan,
     )

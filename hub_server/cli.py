@@ -250,12 +250,22 @@ def login(
     token: Annotated[str, typer.Option(envvar="VF_HUB_TOKEN", prompt=True, hide_input=True)],
 ) -> None:
     """Check TOKEN against the hub at URL and store both for vf-push / vf-install (file mode 0600)."""
-    from verifiers.hub.client import HubClient, HubClientError, save_config
+    import httpx
+
+    from verifiers.hub.wire import HubClientError, WhoAmI, clean_url, problem_detail, save_config
 
     try:
-        me = HubClient(url=url, token=token).whoami()
+        base = clean_url(url)
+        response = httpx.get(
+            f"{base}/api/v1/whoami", headers={"Authorization": f"Bearer {token}"}, timeout=30
+        )
     except HubClientError as exc:
         raise _fail(str(exc)) from None
+    except httpx.HTTPError as exc:
+        raise _fail(f"cannot reach the hub at {base}: {exc}") from None
+    if not response.is_success:
+        raise _fail(f"GET /api/v1/whoami: HTTP {response.status_code}: {problem_detail(response.text)}")
+    me = WhoAmI.model_validate(response.json())
     path = save_config(url, token)
     typer.echo(f"logged in to {url} as {me.username} (scopes {','.join(me.scopes)}); saved to {path}")
 

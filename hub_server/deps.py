@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from hub_server.auth import COOKIE_NAME, AuthError, Principal, token_from_authorization
 from hub_server.context import Hub
-from hub_server.services import HubError
+from hub_server.services.errors import HubError
 
 SAFE_METHODS = frozenset({"GET", "HEAD"})
 

@@ -10,6 +10,13 @@ A ``Reply`` can delay, fail with a status (and ``Retry-After``), return a garbag
 connection, call tools, stop for length, and return logprobs / token ids (vLLM style). The server records
 every request and the peak number of requests in flight, so tests can check concurrency caps server-side.
 
+Routes: ``/v1/chat/completions``, ``/v1/completions``, ``/v1/responses`` (the Responses API wire format:
+``output`` items, ``status`` / ``incomplete_details``, ``input_tokens`` usage) and ``GET /v1/models``, plus the
+Azure OpenAI forms ``/openai/deployments/{deployment}/chat/completions`` (and ``/completions``),
+``/openai/responses`` and ``/openai/models``. ``request_meta`` records each request's path, query, headers
+and deployment; ``required_headers`` / ``required_query`` make the server answer 401 / 400 to requests
+without them (auth and ``api-version`` checks).
+
 Run standalone (used by CLI tests and end-to-end env tests)::
 
     python tests/scripted_server.py --rules rules.json [--port 0] [--delay 0.01]
@@ -51,6 +58,7 @@ class Reply:
     error_message: str = "scripted error"
     prompt_tokens: int = 10
     completion_tokens: int | None = None
+    reasoning: str | None = None  # chat: message.reasoning_content; responses: a reasoning item
 
 
 def tool_call(name: str, arguments: dict[str, Any] | str, call_id: str | None = None) -> dict[str, Any]:
@@ -74,6 +82,17 @@ Handler = Callable[[dict[str, Any]], "Reply | Awaitable[Reply]"]
 def _last_user_text(body: dict[str, Any]) -> str:
     if "prompt" in body:
         return str(body["prompt"])
+    if "input" in body:  # Responses API: a string, or input items
+        items = body["input"]
+        if isinstance(items, str):
+            return items
+        for item in reversed(items or []):
+            if item.get("type") == "function_call_output":
+                return str(item.get("output"))
+            if item.get("role") == "user":
+                c = item.get("content")
+                return c if isinstance(c, str) else json.dumps(c)
+        return ""
     for msg in reversed(body.get("messages") or []):
         if msg.get("role") in ("user", "tool"):
             c = msg.get("content")
@@ -90,6 +109,12 @@ class ScriptedServer:
     host: str = "127.0.0.1"
     port: int = 0
     requests: list[dict[str, Any]] = field(default_factory=list)
+    #: Per request: ``{"path", "query", "headers" (lower-case names), "deployment"}``.
+    request_meta: list[dict[str, Any]] = field(default_factory=list)
+    #: Headers every request must carry (``{"authorization": "Bearer k"}``, ``{"api-key": "k"}``), else 401.
+    required_headers: dict[str, str] = field(default_factory=dict)
+    #: Query parameters every request must carry (``{"api-version": "2024-06-01"}``), else 400.
+    required_query: dict[str, str] = field(default_factory=dict)
     in_flight: int = 0
     max_in_flight: int = 0
     _queue: deque[Reply] = field(default_factory=deque)
@@ -110,6 +135,7 @@ class ScriptedServer:
     def reset_stats(self) -> None:
         with self._lock:
             self.requests.clear()
+            self.request_meta.clear()
             self.max_in_flight = 0
 
     # --- HTTP ----------------------------------------------------------------------------------------
@@ -139,6 +165,8 @@ class ScriptedServer:
             msg: dict[str, Any] = {"role": "assistant", "content": reply.content}
             if reply.tool_calls:
                 msg["tool_calls"] = reply.tool_calls
+            if reply.reasoning:
+                msg["reasoning_content"] = reply.reasoning
             choice["message"] = msg
             if reply.logprobs:
                 choice["logprobs"] = {"content": [{"token": t, "logprob": -0.5} for t in toks]}
@@ -162,7 +190,109 @@ class ScriptedServer:
             out["prompt_token_ids"] = list(range(1, reply.prompt_tokens + 1))
         return out
 
-    async def _handle(self, request: web.Request, chat: bool) -> web.StreamResponse:
+    def _responses_body(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+        """A Responses API object: reasoning / message / function_call output items, status, usage."""
+        n = len(self.requests)
+        content = reply.content or ""
+        words = content.split()
+        n_completion = reply.completion_tokens if reply.completion_tokens is not None else max(1, len(words))
+        output: list[dict[str, Any]] = []
+        if reply.reasoning:
+            output.append(
+                {
+                    "type": "reasoning",
+                    "id": f"rs_{n}",
+                    "summary": [],
+                    "content": [{"type": "reasoning_text", "text": reply.reasoning}],
+                }
+            )
+        if reply.content is not None:
+            part: dict[str, Any] = {"type": "output_text", "text": content, "annotations": []}
+            if reply.logprobs:
+                toks = [f"token_id:{100 + i}" if reply.token_ids else w for i, w in enumerate(words or [""])]
+                part["logprobs"] = [
+                    {"token": t, "logprob": -0.5, "bytes": [], "top_logprobs": []} for t in toks
+                ]
+            output.append(
+                {
+                    "type": "message",
+                    "id": f"msg_{n}",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [part],
+                }
+            )
+        for call in reply.tool_calls or []:
+            fn = call["function"]
+            output.append(
+                {
+                    "type": "function_call",
+                    "id": f"fc_{n}_{len(output)}",
+                    "call_id": call["id"],
+                    "name": fn["name"],
+                    "arguments": fn["arguments"],
+                    "status": "completed",
+                }
+            )
+        status, incomplete = "completed", None
+        if reply.finish_reason in ("length", "content_filter"):
+            reason = "max_output_tokens" if reply.finish_reason == "length" else "content_filter"
+            status, incomplete = "incomplete", {"reason": reason}
+        out: dict[str, Any] = {
+            "id": f"resp_{n}",
+            "object": "response",
+            "created_at": time.time(),
+            "model": body.get("model", "scripted"),
+            "status": status,
+            "error": None,
+            "incomplete_details": incomplete,
+            "instructions": body.get("instructions"),
+            "output": output,
+            "parallel_tool_calls": True,
+            "tool_choice": body.get("tool_choice", "auto"),
+            "tools": body.get("tools", []),
+            "temperature": body.get("temperature"),
+            "top_p": body.get("top_p"),
+            "max_output_tokens": body.get("max_output_tokens"),
+            "usage": {
+                "input_tokens": reply.prompt_tokens,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": n_completion,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": reply.prompt_tokens + n_completion,
+            },
+        }
+        if reply.token_ids:
+            out["prompt_token_ids"] = list(range(1, reply.prompt_tokens + 1))
+        return out
+
+    def _refusal(self, request: web.Request) -> web.StreamResponse | None:
+        """Record the request's path, query and headers; a 401 / 400 if it lacks a required one."""
+        with self._lock:
+            self.request_meta.append(
+                {
+                    "path": request.path,
+                    "query": dict(request.query),
+                    "headers": {k.lower(): v for k, v in request.headers.items()},
+                    "deployment": request.match_info.get("deployment"),
+                }
+            )
+        for name, value in self.required_headers.items():
+            if request.headers.get(name) != value:
+                return web.json_response(
+                    {"error": {"message": f"missing or wrong {name} header"}}, status=401
+                )
+        for name, value in self.required_query.items():
+            if request.query.get(name) != value:
+                return web.json_response(
+                    {"error": {"message": f"missing or wrong {name} parameter"}}, status=400
+                )
+        return None
+
+    async def _handle(self, request: web.Request, chat: bool, responses: bool = False) -> web.StreamResponse:
+        refusal = self._refusal(request)
+        if refusal is not None:
+            return refusal
         try:
             body = await request.json()
         except ValueError:
@@ -187,6 +317,8 @@ class ScriptedServer:
                 return web.json_response(
                     {"error": {"message": reply.error_message}}, status=reply.status, headers=headers
                 )
+            if responses:
+                return web.json_response(self._responses_body(body, reply))
             return web.json_response(self._completion_body(body, reply, chat))
         finally:
             with self._lock:
@@ -198,7 +330,13 @@ class ScriptedServer:
     async def _completions(self, request: web.Request) -> web.StreamResponse:
         return await self._handle(request, chat=False)
 
+    async def _responses(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, chat=True, responses=True)
+
     async def _models(self, request: web.Request) -> web.StreamResponse:
+        refusal = self._refusal(request)
+        if refusal is not None:
+            return refusal
         return web.json_response({"object": "list", "data": [{"id": "scripted", "object": "model"}]})
 
     def app(self) -> web.Application:
@@ -206,6 +344,12 @@ class ScriptedServer:
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/completions", self._completions)
         app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/responses", self._responses)
+        # Azure OpenAI: deployment in the path, api-version in the query, api-key header.
+        app.router.add_post("/openai/deployments/{deployment}/chat/completions", self._chat)
+        app.router.add_post("/openai/deployments/{deployment}/completions", self._completions)
+        app.router.add_post("/openai/responses", self._responses)
+        app.router.add_get("/openai/models", self._models)
         return app
 
     async def start_async(self) -> None:

@@ -68,7 +68,7 @@ _SUBMODULES = {
     "eval",
     "sandbox",
     "hub",
-    "sources",
+    "data",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -89,7 +89,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs; no runtime cost
-    from verifiers import sources as sources
+    from verifiers import data as data
     from verifiers.clients.client import Client, Endpoint
     from verifiers.envs.env_group import EnvGroup
     from verifiers.envs.environment import Environment

@@ -23,8 +23,6 @@ class VerifiersError(Exception):
     """Base class of every SDK error. ``category`` says who is to blame."""
 
     category: ClassVar[ErrorCategory] = "env"
-    #: Whether retrying the same operation may succeed (only infra errors, by default).
-    retryable: ClassVar[bool] = False
 
     def to_record(self) -> dict[str, Any]:
         """The ``error`` field of a rollout result."""
@@ -55,7 +53,6 @@ class BadRequestError(ModelError):
 # --- infra -----------------------------------------------------------------------------------------
 class InfraError(VerifiersError):
     category = "infra"
-    retryable = True
 
 
 class EndpointUnavailableError(InfraError):
@@ -64,8 +61,6 @@ class EndpointUnavailableError(InfraError):
 
 class AuthenticationError(InfraError):
     """The endpoint refused the API key (HTTP 401/403). Not retried."""
-
-    retryable = False
 
 
 class RequestTimeoutError(InfraError):
@@ -82,8 +77,6 @@ class JudgeUnavailableError(InfraError):
 
 class RolloutTimeoutError(InfraError):
     """The rollout exceeded its wall-clock budget (slow endpoint, stuck tool or sandbox)."""
-
-    retryable = False
 
 
 # --- env -------------------------------------------------------------------------------------------

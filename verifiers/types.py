@@ -8,7 +8,7 @@ server response — and are what readers validate against (``RolloutResult.model
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,7 +19,35 @@ ChatMessage: TypeAlias = dict[str, Any]
 Messages: TypeAlias = list[ChatMessage]
 #: A dataset row after normalisation (contract 3.2).
 Row: TypeAlias = dict[str, Any]
-SamplingArgs: TypeAlias = dict[str, Any]
+
+
+class SamplingArgs(TypedDict, total=False):
+    """Request parameters of a model call, as sent (the OpenAI chat/completions names).
+
+    Server-specific parameters (vLLM's ``top_k``, ``min_p``, ``repetition_penalty``,
+    ``return_token_ids`` …) go in ``extra_body``, which is merged into the request body as the ``openai``
+    SDK does. Keys outside this list are still sent as they are (the type only documents the known ones).
+    """
+
+    max_tokens: int
+    max_completion_tokens: int
+    temperature: float
+    top_p: float
+    n: int
+    stop: str | list[str]
+    seed: int
+    presence_penalty: float
+    frequency_penalty: float
+    logit_bias: dict[str, float]
+    logprobs: bool | int
+    top_logprobs: int
+    reasoning_effort: str
+    response_format: dict[str, Any]
+    tool_choice: str | dict[str, Any]
+    parallel_tool_calls: bool
+    user: str
+    extra_body: dict[str, Any]
+
 MessageType = Literal["chat", "completion"]
 
 
@@ -154,7 +182,9 @@ class RunMetadata(BaseModel):
     env_args: dict[str, Any] = Field(default_factory=dict)
     model: str
     base_url: str | list[str]
+    #: What the requests sent (see ``run_eval``); per environment of a group when they differ.
     sampling_args: dict[str, Any] = Field(default_factory=dict)
+    sampling_args_by_env: dict[str, dict[str, Any]] = Field(default_factory=dict)
     num_examples: int
     rollouts_per_example: int
     seed: int | None = None

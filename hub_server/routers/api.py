@@ -14,13 +14,14 @@ from starlette.datastructures import UploadFile
 from hub_server import schemas, services
 from hub_server.auth import Principal
 from hub_server.deps import HubDep, PrincipalDep, SessionDep
-from hub_server.models import Environment, Version
+from hub_server.releases import sorted_versions
 from hub_server.services import HubError
+from verifiers.hub import wire
 
 router = APIRouter(prefix="/api/v1", tags=["api"])
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    s: {"model": schemas.Problem} for s in (401, 403, 404, 409, 413, 422)
+    s: {"model": wire.Problem} for s in (401, 403, 404, 409, 413, 422)
 }
 _PUBLISH_BODY = {
     "requestBody": {
@@ -54,7 +55,7 @@ def _principal_required(principal: Principal | None) -> Principal:
     return principal
 
 
-@router.get("/environments", response_model=schemas.SearchPage)
+@router.get("/environments", response_model=wire.SearchPage)
 def list_environments(
     session: SessionDep,
     principal: PrincipalDep,
@@ -63,28 +64,27 @@ def list_environments(
         list[str] | None, Query(max_length=10, description="Every given tag must be present.")
     ] = None,
     owner: Annotated[str | None, Query(max_length=64)] = None,
-    sort: schemas.SortKey = "downloads",
+    sort: wire.SortKey = "downloads",
     page: Annotated[int, Query(ge=1, le=10_000)] = 1,
     per_page: Annotated[int, Query(ge=1, le=100)] = 20,
-) -> schemas.SearchPage:
+) -> wire.SearchPage:
     return services.search(
         session, principal, q=q, tags=tag or (), owner=owner, sort=sort, page=page, per_page=per_page
     )
 
 
-@router.get("/environments/{owner}/{name}", response_model=schemas.EnvironmentDetail, responses=_ERRORS)
+@router.get("/environments/{owner}/{name}", response_model=wire.EnvironmentDetail, responses=_ERRORS)
 def get_environment(
     owner: str, name: str, session: SessionDep, principal: PrincipalDep
-) -> schemas.EnvironmentDetail:
-    return services.env_detail(services.get_environment(session, principal, owner, name))
+) -> wire.EnvironmentDetail:
+    return schemas.env_detail(services.get_environment(session, principal, owner, name))
 
 
-@router.patch("/environments/{owner}/{name}", response_model=schemas.EnvironmentDetail, responses=_ERRORS)
+@router.patch("/environments/{owner}/{name}", response_model=wire.EnvironmentDetail, responses=_ERRORS)
 def update_environment(
     owner: str, name: str, body: schemas.EnvironmentUpdate, hub: HubDep, principal: PrincipalDep
-) -> schemas.EnvironmentDetail:
-    env = services.update_environment(hub, principal, owner, name, body)
-    return services.env_detail(env)
+) -> wire.EnvironmentDetail:
+    return schemas.env_detail(services.update_environment(hub, principal, owner, name, body))
 
 
 @router.delete("/environments/{owner}/{name}", status_code=204, responses=_ERRORS)
@@ -93,27 +93,25 @@ def delete_environment(owner: str, name: str, hub: HubDep, principal: PrincipalD
     return Response(status_code=204)
 
 
-@router.get(
-    "/environments/{owner}/{name}/versions", response_model=list[schemas.VersionOut], responses=_ERRORS
-)
+@router.get("/environments/{owner}/{name}/versions", response_model=list[wire.VersionInfo], responses=_ERRORS)
 def list_versions(
     owner: str, name: str, session: SessionDep, principal: PrincipalDep
-) -> list[schemas.VersionOut]:
+) -> list[wire.VersionInfo]:
     env = services.get_environment(session, principal, owner, name)
-    return [services.version_out(env, v) for v in services.sorted_versions(env)]
+    return [schemas.version_out(env, v) for v in sorted_versions(env)]
 
 
 @router.post(
     "/environments/{owner}/{name}/versions",
     status_code=201,
-    response_model=schemas.VersionDetail,
+    response_model=wire.VersionDetail,
     responses=_ERRORS,
     openapi_extra=_PUBLISH_BODY,
     summary="Publish a version (multipart: wheel + sdist)",
 )
 async def publish_version(
     owner: str, name: str, request: Request, hub: HubDep, principal: PrincipalDep
-) -> schemas.VersionDetail:
+) -> wire.VersionDetail:
     # Refuse before reading a possibly large body when the caller may not publish here at all.
     await run_in_threadpool(services.precheck_publish, hub, principal, owner, name)
     form = await request.form(max_files=2, max_fields=4, max_part_size=_FORM_FIELD_LIMIT)
@@ -150,28 +148,18 @@ async def publish_version(
         visibility=visibility if isinstance(visibility, str) else None,
         content_hash=content_hash or None,
     )
-    return _version_detail(env, ver, principal.username if principal else None)
-
-
-def _version_detail(env: Environment, ver: Version, uploader: str | None) -> schemas.VersionDetail:
-    return schemas.VersionDetail(
-        **services.version_out(env, ver).model_dump(),
-        environment=env.full_name,
-        readme=ver.readme,
-        readme_content_type=ver.readme_content_type,
-        uploader=uploader,
-    )
+    return schemas.version_detail(env, ver, principal.username if principal else None)
 
 
 @router.get(
-    "/environments/{owner}/{name}/versions/{version}", response_model=schemas.VersionDetail, responses=_ERRORS
+    "/environments/{owner}/{name}/versions/{version}", response_model=wire.VersionDetail, responses=_ERRORS
 )
 def get_version(
     owner: str, name: str, version: str, session: SessionDep, principal: PrincipalDep
-) -> schemas.VersionDetail:
+) -> wire.VersionDetail:
     env = services.get_environment(session, principal, owner, name)
     ver = services.get_version(env, version)
-    return _version_detail(env, ver, services.uploader_name(session, ver))
+    return schemas.version_detail(env, ver, services.uploader_name(session, ver))
 
 
 @router.delete("/environments/{owner}/{name}/versions/{version}", status_code=204, responses=_ERRORS)
@@ -182,7 +170,7 @@ def delete_version(owner: str, name: str, version: str, hub: HubDep, principal: 
 
 @router.post(
     "/environments/{owner}/{name}/versions/{version}/yank",
-    response_model=schemas.VersionOut,
+    response_model=wire.VersionInfo,
     responses=_ERRORS,
 )
 def yank(
@@ -192,16 +180,16 @@ def yank(
     hub: HubDep,
     principal: PrincipalDep,
     body: schemas.YankIn | None = None,
-) -> schemas.VersionOut:
+) -> wire.VersionInfo:
     return services.set_yanked(hub, principal, owner, name, version, True, body.reason if body else "")
 
 
 @router.post(
     "/environments/{owner}/{name}/versions/{version}/unyank",
-    response_model=schemas.VersionOut,
+    response_model=wire.VersionInfo,
     responses=_ERRORS,
 )
-def unyank(owner: str, name: str, version: str, hub: HubDep, principal: PrincipalDep) -> schemas.VersionOut:
+def unyank(owner: str, name: str, version: str, hub: HubDep, principal: PrincipalDep) -> wire.VersionInfo:
     return services.set_yanked(hub, principal, owner, name, version, False)
 
 
@@ -247,25 +235,25 @@ def unstar(owner: str, name: str, hub: HubDep, principal: PrincipalDep) -> schem
     return services.set_star(hub, principal, owner, name, False)
 
 
-@router.get("/resolve", response_model=schemas.ResolveOut, responses=_ERRORS)
+@router.get("/resolve", response_model=wire.ResolvedVersion, responses=_ERRORS)
 def resolve(
     session: SessionDep,
     principal: PrincipalDep,
     spec: Annotated[str, Query(min_length=1, max_length=300, description="[owner/]name[@PEP 440 specifier]")],
-) -> schemas.ResolveOut:
+) -> wire.ResolvedVersion:
     env, ver = services.resolve(session, principal, spec)
-    return services.resolve_out(env, ver)
+    return schemas.resolve_out(env, ver)
 
 
-@router.get("/whoami", response_model=schemas.WhoAmI, responses=_ERRORS)
-def whoami(session: SessionDep, principal: PrincipalDep) -> schemas.WhoAmI:
+@router.get("/whoami", response_model=wire.WhoAmI, responses=_ERRORS)
+def whoami(session: SessionDep, principal: PrincipalDep) -> wire.WhoAmI:
     return services.whoami(session, _principal_required(principal))
 
 
 @router.get("/tokens", response_model=list[schemas.TokenOut], responses=_ERRORS)
 def list_tokens(session: SessionDep, principal: PrincipalDep) -> list[schemas.TokenOut]:
     p = _principal_required(principal)
-    return [services.token_out(t) for t in services.list_tokens(session, p.user_id)]
+    return [schemas.token_out(t) for t in services.list_tokens(session, p.user_id)]
 
 
 @router.post("/tokens", status_code=201, response_model=schemas.TokenCreated, responses=_ERRORS)
@@ -279,7 +267,7 @@ def create_token(body: schemas.TokenCreate, hub: HubDep, principal: PrincipalDep
         expires_in=timedelta(days=body.expires_in_days) if body.expires_in_days else None,
         creator=p,
     )
-    return schemas.TokenCreated(token=token, **services.token_out(row).model_dump())
+    return schemas.TokenCreated(token=token, **schemas.token_out(row).model_dump())
 
 
 @router.delete("/tokens/{token_id}", status_code=204, responses=_ERRORS)

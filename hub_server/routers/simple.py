@@ -12,13 +12,11 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, RedirectResponse, StreamingResponse
-from sqlalchemy import select
 
 from hub_server import services
 from hub_server.auth import can_read
 from hub_server.context import Hub
 from hub_server.deps import HubDep, PrincipalDep, optional_principal
-from hub_server.models import Environment, File
 from hub_server.services import HubError
 from hub_server.simple_index import JSON_V1, negotiate
 from verifiers.hub.packaging import normalize_name
@@ -106,37 +104,26 @@ async def simple_project_no_slash(project: str) -> Response:
 )
 @router.head("/files/{project}/{filename}", include_in_schema=False)
 def download(project: str, filename: str, request: Request, hub: HubDep, principal: PrincipalDep) -> Response:
-    want_metadata = filename.endswith(".metadata")
-    real_name = filename.removesuffix(".metadata") if want_metadata else filename
-    with hub.db.read() as session:
-        row = session.execute(
-            select(File, Environment)
-            .join(File.version)
-            .join(Environment)
-            .where(File.filename == real_name, Environment.name == normalize_name(project))
-        ).first()
-        if row is None or not can_read(principal, row[1]):
-            raise services.not_found(f"file {filename}")
-        file, env = row
-        blob_key, env_id, private = file.blob_key, env.id, env.visibility == "private"
-        core_metadata = file.core_metadata
-    cache = "private, max-age=31536000, immutable" if private else "public, max-age=31536000, immutable"
-    if want_metadata:
-        if core_metadata is None:
-            raise services.not_found(f"metadata of {real_name}")
+    found = services.find_download(hub, principal, project, filename)
+    cache = "private, max-age=31536000, immutable" if found.private else "public, max-age=31536000, immutable"
+    if found.core_metadata is not None:
         return Response(
-            core_metadata.encode(), media_type="application/octet-stream", headers={"Cache-Control": cache}
+            found.core_metadata.encode(),
+            media_type="application/octet-stream",
+            headers={"Cache-Control": cache},
         )
     if request.method == "GET":
-        services.record_download(hub, env_id)
+        services.record_download(hub, found.environment_id)
     headers = {"Cache-Control": cache, "X-Content-Type-Options": "nosniff"}
-    path = hub.blobs.local_path(blob_key)
+    path = hub.blobs.local_path(found.blob_key)
     if path is not None:
         if not path.is_file():
-            raise HubError(500, f"the blob for {real_name} is missing on the server; tell the hub admin")
-        return FileResponse(path, media_type="application/octet-stream", filename=real_name, headers=headers)
+            raise HubError(500, f"the blob for {found.filename} is missing on the server; tell the hub admin")
+        return FileResponse(
+            path, media_type="application/octet-stream", filename=found.filename, headers=headers
+        )
     return StreamingResponse(
-        hub.blobs.open(blob_key),
+        hub.blobs.open(found.blob_key),
         media_type="application/octet-stream",
-        headers={**headers, "Content-Disposition": f'attachment; filename="{real_name}"'},
+        headers={**headers, "Content-Disposition": f'attachment; filename="{found.filename}"'},
     )

@@ -17,12 +17,11 @@ import nh3
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markdown_it import MarkdownIt
-from sqlalchemy import select
 
-from hub_server import services
+from hub_server import schemas, services
 from hub_server.auth import COOKIE_NAME, AuthError
 from hub_server.deps import HubDep, PrincipalDep, SessionDep
-from hub_server.models import ApiToken
+from hub_server.releases import latest_version, sorted_versions
 
 router = APIRouter(include_in_schema=False)
 
@@ -130,8 +129,7 @@ def login(request: Request, hub: HubDep, token: Annotated[str, Form(max_length=2
         principal = hub.principal(token.strip())
     except AuthError as exc:
         return _render(request, "login.html", status_code=401, principal=None, error=str(exc))
-    with hub.db.read() as session:
-        expires_at = session.scalar(select(ApiToken.expires_at).where(ApiToken.id == principal.token_id))
+    expires_at = services.token_expiry(hub, principal.token_id)
     max_age = int(timedelta(days=30).total_seconds())
     if expires_at is not None:
         max_age = max(0, min(max_age, int((expires_at - datetime.now(UTC)).total_seconds())))
@@ -169,16 +167,16 @@ def environment_page(
     version: Annotated[str | None, Query(max_length=100)] = None,
 ) -> HTMLResponse:
     env = services.get_environment(session, principal, owner, name)  # a HubError renders as error.html
-    current = services.get_version(env, version) if version else services.latest_version(env)
+    current = services.get_version(env, version) if version else latest_version(env)
     base = _base_url(request)
     return _render(
         request,
         "environment.html",
         env=env,
-        summary=services.env_summary(env),
-        versions=services.sorted_versions(env),
+        summary=schemas.env_summary(env),
+        versions=sorted_versions(env),
         current=current,
-        files=[services.file_out(env, f) for f in current.files] if current else [],
+        files=[schemas.file_out(env, f) for f in current.files] if current else [],
         readme=render_readme(current.readme, current.readme_content_type) if current else "",
         evals=services.list_evals(session, env),
         install_vf=f"vf-install {env.full_name}" + (f"@=={current.version}" if current and version else ""),

@@ -116,7 +116,7 @@ def test_no_save_writes_nothing(workdir: Path, start_server) -> None:
     assert "not saved" in res.stdout
 
 
-def test_extra_env_kwargs_and_timeout_set_attributes(workdir: Path) -> None:
+def test_timeout_is_a_recorded_infra_error_and_x_is_gone(workdir: Path) -> None:
     # A rollout slower than --timeout is recorded as an infra error, not dropped.
     with ScriptedServer(handler=lambda body: Reply(content="a0", delay=1.0)) as srv:
         res = vf_eval(
@@ -125,12 +125,9 @@ def test_extra_env_kwargs_and_timeout_set_attributes(workdir: Path) -> None:
     assert res.code == 1  # every rollout failed
     rec = read_results(only_run(workdir))[0]
     assert rec["error"]["type"] == "RolloutTimeoutError"
-    with ScriptedServer(default="a0") as srv:
-        res = vf_eval(
-            workdir, "cli-env", "-m", "m", "-b", srv.url, "-n", "1", "-r", "1", "-x", '{"task": "renamed"}'
-        )
-    assert res.code == 0, res.stderr
-    assert {r["task"] for r in read_results(run_dirs(workdir)[-1])} == {"renamed"}
+    # -x set attributes on a built environment; it is gone, and says what replaces it.
+    res = vf_eval(workdir, "cli-env", "-m", "m", "-b", "http://127.0.0.1:9/v1", "-x", '{"task": "renamed"}')
+    assert_one_line_error(res, 2, "-x/--extra-env-kwargs was removed", "-a/--env-args", "--timeout")
 
 
 def test_registry_alias_with_replicas(workdir: Path) -> None:
@@ -202,18 +199,16 @@ def test_unknown_environment_lists_what_exists(workdir: Path) -> None:
 
 
 def test_malformed_json_options(workdir: Path) -> None:
-    for flag in ("-a", "-S", "-x"):
+    for flag in ("-a", "-S"):
         res = vf_eval(workdir, "cli-env", "-b", "http://127.0.0.1:9/v1", flag, "{not json")
         assert_one_line_error(res, 2, flag, "not valid JSON")
     res = vf_eval(workdir, "cli-env", "-b", "http://127.0.0.1:9/v1", "-a", "[1, 2]")
     assert_one_line_error(res, 2, "-a/--env-args", "JSON object")
 
 
-def test_bad_env_args_and_extra_kwargs(workdir: Path) -> None:
+def test_bad_env_args(workdir: Path) -> None:
     res = vf_eval(workdir, "cli-env", "-b", "http://127.0.0.1:9/v1", "-a", '{"bogus": 1}')
     assert_one_line_error(res, 2, "bogus", "accepts")
-    res = vf_eval(workdir, "cli-env", "-b", "http://127.0.0.1:9/v1", "-x", '{"no_such_attr": 1}')
-    assert_one_line_error(res, 2, "no_such_attr", "settable")
 
 
 def test_missing_api_key_variable(workdir: Path) -> None:
@@ -354,7 +349,9 @@ def test_help_lists_every_flag() -> None:
         "-T, --temperature",
         "-S, --sampling-args",
         "-a, --env-args",
-        "-x, --extra-env-kwargs",
+        "--dry-run",
+        "--client",
+        "--api",
         "-s, --save-results / --no-save",
         "-o, --output-dir",
         "-R, --resume",

@@ -12,8 +12,8 @@ from rich.console import Console
 
 import verifiers as vf
 from verifiers.cli._display import ProgressDisplay, samples_table, summary_table
-from verifiers.cli._runs import find_resumable, model_slug
 from verifiers.eval.rescore import RescoreError, rescore
+from verifiers.eval.runs import find_resumable, model_slug
 from verifiers.types import RunMetadata
 
 
@@ -107,7 +107,7 @@ def test_rescore_keeps_failed_generations_and_rescores_scoring_errors(tmp_path: 
 def test_plain_progress_lines_and_summary() -> None:
     buf = io.StringIO()
     console = Console(file=buf, width=200, force_terminal=False)
-    progress = vf.RunProgress(total=4, done=2, scored=2, reward_sum=1.0, errors={"infra": 1})
+    progress = vf.RunProgress(total=4, generated=2, done=2, scored=2, reward_sum=1.0, errors={"infra": 1})
 
     async def show() -> None:
         async with ProgressDisplay(console, progress, "env · m"):

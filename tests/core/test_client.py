@@ -1,14 +1,22 @@
-"""The model client against a real (scripted) HTTP server: happy path, retries, errors, endpoints."""
+"""The model client against a real (scripted) HTTP server: happy path, retries, errors, endpoints.
+
+Every test runs on both transports (the ``backend`` fixture: the aiohttp fast path and the ``openai`` SDK):
+they must give the same ``ModelResponse``, the same errors and the same retry behaviour. The Responses API
+tests run on both too. ``as_client`` / ``AsyncOpenAI`` / Azure tests are in ``test_client_openai.py``.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from collections.abc import Sequence
+from typing import Any, cast
 
 import pytest
 
 from tests.scripted_server import Reply, ScriptedServer, tool_call
-from verifiers.clients import Client, Endpoint
+from verifiers.clients import Backend, Client, Endpoint
 from verifiers.errors import (
     AuthenticationError,
     BadRequestError,
@@ -22,15 +30,22 @@ from verifiers.errors import (
 MSGS = [{"role": "user", "content": "hi"}]
 
 
-def fast_client(url: str | list[str], **kw) -> Client:
+@pytest.fixture(params=["aiohttp", "openai"])
+def backend(request: pytest.FixtureRequest) -> Backend:
+    return cast(Backend, request.param)
+
+
+def fast_client(url: str | Sequence[str | Endpoint], backend: Backend, **kw: Any) -> Client:
     kw.setdefault("backoff_base", 0.01)
     kw.setdefault("max_retries", 3)
-    return Client(url, **kw)
+    return Client(url, backend=backend, **kw)
 
 
-async def test_chat_returns_message_usage_and_sampling_args(scripted: ScriptedServer) -> None:
+async def test_chat_returns_message_usage_and_sampling_args(
+    scripted: ScriptedServer, backend: Backend
+) -> None:
     scripted.enqueue(Reply(content="hello there", prompt_tokens=7, completion_tokens=2))
-    async with fast_client(scripted.url, api_key="sk-test") as c:
+    async with fast_client(scripted.url, backend, api_key="sk-test") as c:
         r = await c.chat("my-model", MSGS, sampling_args={"temperature": 0.3, "max_tokens": 5})
     assert r.message == {"role": "assistant", "content": "hello there"}
     assert r.finish_reason == "stop"
@@ -41,19 +56,19 @@ async def test_chat_returns_message_usage_and_sampling_args(scripted: ScriptedSe
     assert sent["messages"] == MSGS
 
 
-async def test_tool_calls_pass_through(scripted: ScriptedServer) -> None:
+async def test_tool_calls_pass_through(scripted: ScriptedServer, backend: Backend) -> None:
     call = tool_call("add", {"a": 1, "b": 2})
     scripted.enqueue(Reply(content=None, tool_calls=[call]))
-    async with fast_client(scripted.url) as c:
+    async with fast_client(scripted.url, backend) as c:
         r = await c.chat("m", MSGS, tools=[{"type": "function", "function": {"name": "add"}}])
     assert r.message["tool_calls"] == [call]
     assert r.finish_reason == "tool_calls"
     assert scripted.requests[-1]["tools"][0]["function"]["name"] == "add"
 
 
-async def test_logprobs_and_vllm_token_ids(scripted: ScriptedServer) -> None:
+async def test_logprobs_and_vllm_token_ids(scripted: ScriptedServer, backend: Backend) -> None:
     scripted.enqueue(Reply(content="a b c", logprobs=True, token_ids=True, prompt_tokens=3))
-    async with fast_client(scripted.url) as c:
+    async with fast_client(scripted.url, backend) as c:
         r = await c.chat("m", MSGS)
     assert r.completion_ids == [100, 101, 102]
     assert r.completion_logprobs == [-0.5, -0.5, -0.5]
@@ -61,19 +76,19 @@ async def test_logprobs_and_vllm_token_ids(scripted: ScriptedServer) -> None:
     assert r.turn_record()["completion_ids"] == [100, 101, 102]
 
 
-async def test_plain_completions(scripted: ScriptedServer) -> None:
+async def test_plain_completions(scripted: ScriptedServer, backend: Backend) -> None:
     scripted.enqueue(Reply(content="42", logprobs=True))
-    async with fast_client(scripted.url) as c:
+    async with fast_client(scripted.url, backend) as c:
         r = await c.complete("m", "The answer is", sampling_args={"max_tokens": 3})
     assert r.text == "42"
     assert r.completion_logprobs == [-0.5]
     assert scripted.requests[-1]["prompt"] == "The answer is"
 
 
-async def test_retries_5xx_and_429_then_succeeds(scripted: ScriptedServer) -> None:
+async def test_retries_5xx_and_429_then_succeeds(scripted: ScriptedServer, backend: Backend) -> None:
     scripted.enqueue(Reply(status=500), Reply(status=429), Reply(status=503), Reply(content="finally"))
     seen: list[str] = []
-    async with fast_client(scripted.url) as c:
+    async with fast_client(scripted.url, backend) as c:
         c.on_retry = lambda attempt, delay, reason: seen.append(reason)
         r = await c.chat("m", MSGS)
     assert r.text == "finally"
@@ -81,67 +96,71 @@ async def test_retries_5xx_and_429_then_succeeds(scripted: ScriptedServer) -> No
     assert "HTTP 500" in seen[0] and "HTTP 429" in seen[1]
 
 
-async def test_retry_after_is_honoured(scripted: ScriptedServer) -> None:
+async def test_retry_after_is_honoured(scripted: ScriptedServer, backend: Backend) -> None:
     scripted.enqueue(Reply(status=429, retry_after="0.4"), Reply(content="ok"))
-    async with fast_client(scripted.url, backoff_base=0.0) as c:
+    async with fast_client(scripted.url, backend, backoff_base=0.0) as c:
         t0 = time.monotonic()
         await c.chat("m", MSGS)
         elapsed = time.monotonic() - t0
     assert elapsed >= 0.4
 
 
-async def test_exhausted_retries_raise_endpoint_unavailable(scripted: ScriptedServer) -> None:
+async def test_exhausted_retries_raise_endpoint_unavailable(
+    scripted: ScriptedServer, backend: Backend
+) -> None:
     scripted.enqueue(*[Reply(status=502) for _ in range(4)])
-    async with fast_client(scripted.url, max_retries=3) as c:
+    async with fast_client(scripted.url, backend, max_retries=3) as c:
         with pytest.raises(EndpointUnavailableError, match="HTTP 502"):
             await c.chat("m", MSGS)
     assert len(scripted.requests) == 4
 
 
-async def test_garbage_body_retried_then_invalid_response(scripted: ScriptedServer) -> None:
+async def test_garbage_body_retried_then_invalid_response(scripted: ScriptedServer, backend: Backend) -> None:
     scripted.enqueue(Reply(body=b"<html>bad gateway</html>"), Reply(content="ok"))
-    async with fast_client(scripted.url) as c:
+    async with fast_client(scripted.url, backend) as c:
         assert (await c.chat("m", MSGS)).text == "ok"
         scripted.enqueue(*[Reply(body=b"{not json") for _ in range(4)])
         with pytest.raises(InvalidResponseError):
             await c.chat("m", MSGS)
 
 
-async def test_json_that_is_not_a_completion_is_a_model_error(scripted: ScriptedServer) -> None:
+async def test_json_that_is_not_a_completion_is_a_model_error(
+    scripted: ScriptedServer, backend: Backend
+) -> None:
     scripted.enqueue(Reply(body=b'{"hello": 1}'))
-    async with fast_client(scripted.url) as c:
+    async with fast_client(scripted.url, backend) as c:
         with pytest.raises(InvalidResponseError, match="choices"):
             await c.chat("m", MSGS)
 
 
-async def test_empty_message_is_a_model_error(scripted: ScriptedServer) -> None:
+async def test_empty_message_is_a_model_error(scripted: ScriptedServer, backend: Backend) -> None:
     scripted.enqueue(Reply(content=None), Reply(body=b'{"choices": []}'))
-    async with fast_client(scripted.url) as c:
+    async with fast_client(scripted.url, backend) as c:
         with pytest.raises(EmptyResponseError):
             await c.chat("m", MSGS)
         with pytest.raises(EmptyResponseError):
             await c.chat("m", MSGS)
 
 
-async def test_dropped_connection_is_retried(scripted: ScriptedServer) -> None:
+async def test_dropped_connection_is_retried(scripted: ScriptedServer, backend: Backend) -> None:
     scripted.enqueue(Reply(drop=True), Reply(drop=True), Reply(content="back"))
-    async with fast_client(scripted.url) as c:
+    async with fast_client(scripted.url, backend) as c:
         assert (await c.chat("m", MSGS)).text == "back"
         assert c.stats.retries == 2
 
 
-async def test_request_timeout(scripted: ScriptedServer) -> None:
+async def test_request_timeout(scripted: ScriptedServer, backend: Backend) -> None:
     scripted.enqueue(*[Reply(delay=1.0) for _ in range(2)])
-    async with fast_client(scripted.url, timeout=0.2, max_retries=1) as c:
+    async with fast_client(scripted.url, backend, timeout=0.2, max_retries=1) as c:
         t0 = time.monotonic()
         with pytest.raises(RequestTimeoutError):
             await c.chat("m", MSGS)
         assert time.monotonic() - t0 < 1.0
 
 
-async def test_auth_and_bad_request_are_not_retried(scripted: ScriptedServer) -> None:
+async def test_auth_and_bad_request_are_not_retried(scripted: ScriptedServer, backend: Backend) -> None:
     scripted.enqueue(Reply(status=401, error_message="invalid key"))
-    async with fast_client(scripted.url) as c:
+    async with fast_client(scripted.url, backend) as c:
         with pytest.raises(AuthenticationError, match="API key"):
             await c.chat("m", MSGS)
         scripted.enqueue(Reply(status=404, error_message="model nope not found"))
@@ -155,20 +174,20 @@ async def test_auth_and_bad_request_are_not_retried(scripted: ScriptedServer) ->
     assert len(scripted.requests) == 3
 
 
-async def test_unreachable_endpoint() -> None:
+async def test_unreachable_endpoint(backend: Backend) -> None:
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # nothing listens here once the socket closes
-    async with fast_client(f"http://127.0.0.1:{port}/v1", max_retries=2) as c:
+    async with fast_client(f"http://127.0.0.1:{port}/v1", backend, max_retries=2) as c:
         with pytest.raises(EndpointUnavailableError, match="connection error"):
             await c.chat("m", MSGS)
 
 
-async def test_endpoints_round_robin_and_model_override() -> None:
+async def test_endpoints_round_robin_and_model_override(backend: Backend) -> None:
     with ScriptedServer(default="a") as a, ScriptedServer(default="b") as b:
-        c = fast_client([Endpoint(a.url, model="replica-model"), b.url])
+        c = fast_client([Endpoint(a.url, model="replica-model"), b.url], backend)
         try:
             firsts = [c.next_endpoint() for _ in range(4)]
             assert firsts == [0, 1, 0, 1]
@@ -180,8 +199,8 @@ async def test_endpoints_round_robin_and_model_override() -> None:
     assert [r["model"] for r in b.requests] == ["m"]
 
 
-async def test_session_survives_a_new_event_loop(scripted: ScriptedServer) -> None:
-    c = fast_client(scripted.url)
+async def test_session_survives_a_new_event_loop(scripted: ScriptedServer, backend: Backend) -> None:
+    c = fast_client(scripted.url, backend)
     await c.chat("m", MSGS)
 
     def other_loop() -> str:
@@ -194,3 +213,181 @@ async def test_session_survives_a_new_event_loop(scripted: ScriptedServer) -> No
         return asyncio.run(go())
 
     assert await asyncio.to_thread(other_loop) == "ok"
+
+
+# --- both transports really are in use, and send the same body ---------------------------------------
+async def test_the_backend_asked_for_sends_the_requests(scripted: ScriptedServer, backend: Backend) -> None:
+    async with fast_client(scripted.url, backend) as c:
+        assert c.backend == backend
+        await c.chat("m", MSGS)
+    agent = scripted.request_meta[-1]["headers"]["user-agent"]
+    assert ("OpenAI" in agent) == (backend == "openai"), agent
+
+
+async def test_extra_body_is_merged_into_the_request(scripted: ScriptedServer, backend: Backend) -> None:
+    args = {"temperature": 0.5, "extra_body": {"top_k": 4, "return_token_ids": True}}
+    async with fast_client(scripted.url, backend) as c:
+        await c.chat("m", MSGS, sampling_args=args)  # type: ignore[arg-type]
+        await c.complete("m", "x", sampling_args=args)  # type: ignore[arg-type]
+    for sent in scripted.requests:
+        assert sent["temperature"] == 0.5 and sent["top_k"] == 4 and sent["return_token_ids"] is True
+        assert "extra_body" not in sent
+
+
+async def test_vllm_token_id_fields_and_reasoning(scripted: ScriptedServer, backend: Backend) -> None:
+    body = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "prompt_token_ids": [5, 6],
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "length",
+                "token_ids": [7, 8, 9],
+                "message": {"role": "assistant", "content": "abc", "reasoning_content": "hmm"},
+            }
+        ],
+        "usage": {"prompt_tokens": 2, "completion_tokens": 3, "total_tokens": 5},
+    }
+    scripted.enqueue(Reply(body=json.dumps(body).encode()))
+    async with fast_client(scripted.url, backend) as c:
+        r = await c.chat("m", MSGS)
+    assert (r.prompt_ids, r.completion_ids, r.finish_reason) == ([5, 6], [7, 8, 9], "length")
+    assert r.message == {"role": "assistant", "content": "abc", "reasoning_content": "hmm"}
+
+
+async def test_list_models(scripted: ScriptedServer, backend: Backend) -> None:
+    async with fast_client(scripted.url, backend) as c:
+        assert await c.list_models() == ["scripted"]
+
+
+async def test_keyless_endpoint_never_sends_the_environment_key(
+    scripted: ScriptedServer, backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The SDK reads OPENAI_API_KEY when given no key; a local server must not receive it.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-this-server")
+    async with fast_client(scripted.url, backend) as c:
+        await c.chat("m", MSGS)
+    assert "sk-not-for-this-server" not in str(scripted.request_meta[-1]["headers"])
+
+
+async def test_with_options_keeps_the_backend(scripted: ScriptedServer, backend: Backend) -> None:
+    base = fast_client(scripted.url, backend, api_key="sk-1", api="responses")
+    async with base.with_options(max_retries=0, timeout=5.0) as probe:
+        assert (probe.backend, probe.api, probe.max_retries, probe.timeout) == (backend, "responses", 0, 5.0)
+        await probe.chat("m", MSGS)
+    await base.aclose()
+    assert scripted.request_meta[-1]["path"] == "/v1/responses"
+    assert scripted.request_meta[-1]["headers"]["authorization"] == "Bearer sk-1"
+
+
+# --- the Responses API (api="responses") -------------------------------------------------------------
+async def test_responses_api_text_usage_and_request(scripted: ScriptedServer, backend: Backend) -> None:
+    scripted.enqueue(Reply(content="hello there", prompt_tokens=7, completion_tokens=2))
+    msgs = [{"role": "system", "content": "be brief"}, *MSGS]
+    args = {"temperature": 0.3, "max_tokens": 5, "extra_body": {"top_k": 4}}
+    async with fast_client(scripted.url, backend, api="responses") as c:
+        r = await c.chat("my-model", msgs, sampling_args=args)  # type: ignore[arg-type]
+    assert r.message == {"role": "assistant", "content": "hello there"}
+    assert r.finish_reason == "stop"
+    assert (r.prompt_tokens, r.completion_tokens) == (7, 2)
+    assert c.usage.as_dict() == {"prompt_tokens": 7, "completion_tokens": 2}
+    assert scripted.request_meta[-1]["path"] == "/v1/responses"
+    sent = scripted.requests[-1]
+    assert sent["model"] == "my-model" and sent["input"] == msgs
+    assert sent["max_output_tokens"] == 5 and "max_tokens" not in sent
+    assert sent["temperature"] == 0.3 and sent["top_k"] == 4 and sent["store"] is False
+
+
+async def test_responses_api_tool_calls_round_trip(scripted: ScriptedServer, backend: Backend) -> None:
+    call = tool_call("add", {"a": 1, "b": 2}, call_id="call_1")
+    scripted.enqueue(Reply(content=None, tool_calls=[call]), Reply(content="3"))
+    params = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}
+    tools = [{"type": "function", "function": {"name": "add", "description": "adds", "parameters": params}}]
+    async with fast_client(scripted.url, backend, api="responses") as c:
+        r = await c.chat("m", MSGS, tools=tools, sampling_args={"tool_choice": "auto"})
+        assert r.message == {"role": "assistant", "content": "", "tool_calls": [call]}
+        assert r.finish_reason == "tool_calls"
+        convo = [*MSGS, r.message, {"role": "tool", "tool_call_id": "call_1", "content": "3"}]
+        r2 = await c.chat("m", convo, tools=tools)
+    assert (r2.text, r2.finish_reason) == ("3", "stop")
+    first, second = scripted.requests
+    assert first["tools"] == [
+        {"type": "function", "name": "add", "description": "adds", "parameters": params}
+    ]
+    assert first["tool_choice"] == "auto"
+    assert second["input"] == [
+        *MSGS,
+        {
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "add",
+            "arguments": call["function"]["arguments"],
+        },
+        {"type": "function_call_output", "call_id": "call_1", "output": "3"},
+    ]
+
+
+async def test_responses_api_incomplete_status_is_the_finish_reason(
+    scripted: ScriptedServer, backend: Backend
+) -> None:
+    scripted.enqueue(
+        Reply(content="cut", finish_reason="length"), Reply(content="no", finish_reason="content_filter")
+    )
+    async with fast_client(scripted.url, backend, api="responses") as c:
+        assert (await c.chat("m", MSGS)).finish_reason == "length"
+        assert (await c.chat("m", MSGS)).finish_reason == "content_filter"
+
+
+async def test_responses_api_logprobs_token_ids_and_reasoning(
+    scripted: ScriptedServer, backend: Backend
+) -> None:
+    scripted.enqueue(
+        Reply(content="a b c", logprobs=True, token_ids=True, prompt_tokens=3, reasoning="think")
+    )
+    async with fast_client(scripted.url, backend, api="responses") as c:
+        r = await c.chat("m", MSGS, sampling_args={"logprobs": True, "top_logprobs": 0})
+    assert scripted.requests[-1]["include"] == ["message.output_text.logprobs"]
+    assert "logprobs" not in scripted.requests[-1]
+    assert r.completion_ids == [100, 101, 102]
+    assert r.completion_logprobs == [-0.5, -0.5, -0.5]
+    assert r.prompt_ids == [1, 2, 3]
+    assert r.message["reasoning_content"] == "think"
+
+
+async def test_responses_api_errors_match_chat(scripted: ScriptedServer, backend: Backend) -> None:
+    failed = {
+        "id": "r",
+        "object": "response",
+        "status": "failed",
+        "output": [],
+        "error": {"code": "x", "message": "y"},
+    }
+    scripted.enqueue(
+        Reply(status=400, error_message="maximum context length is 2048 tokens"),
+        Reply(status=503),
+        Reply(content="after retry"),
+        Reply(content=None),
+        Reply(body=b'{"hello": 1}'),
+        Reply(body=json.dumps(failed).encode()),
+    )
+    async with fast_client(scripted.url, backend, api="responses") as c:
+        with pytest.raises(OverlongPromptError):
+            await c.chat("m", MSGS)
+        assert (await c.chat("m", MSGS)).text == "after retry"
+        with pytest.raises(EmptyResponseError):
+            await c.chat("m", MSGS)
+        with pytest.raises(InvalidResponseError, match="output"):
+            await c.chat("m", MSGS)
+        with pytest.raises(InvalidResponseError, match="failed"):
+            await c.chat("m", MSGS)
+        with pytest.raises(ValueError, match="n must be 1"):
+            await c.chat("m", MSGS, sampling_args={"n": 2})
+
+
+async def test_plain_completions_ignore_the_chat_api(scripted: ScriptedServer, backend: Backend) -> None:
+    async with fast_client(scripted.url, backend, api="responses") as c:
+        assert (await c.complete("m", "x")).text == "ok"
+    assert scripted.request_meta[-1]["path"] == "/v1/completions"

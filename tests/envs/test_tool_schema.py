@@ -8,7 +8,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from verifiers.envs.tool_schema import Tool, ToolArgumentError, parse_docstring
+from verifiers.envs.tool_schema import Tool, ToolArgumentError
 
 
 class Point(BaseModel):
@@ -109,14 +109,6 @@ def test_numpy_and_rest_docstrings() -> None:
     assert props["path"]["description"] == "File to read."
     assert props["limit"]["description"] == "Max lines, counted from the top."
     assert props["limit"]["default"] == 10 and rest_fn["parameters"]["required"] == ["path"]
-
-
-def test_parse_docstring_edge_cases() -> None:
-    assert parse_docstring(None).description == ""
-    doc = parse_docstring("Only a summary.")
-    assert doc.description == "Only a summary." and doc.params == {}
-    doc = parse_docstring("Sum.\n\nArgs:\n    *values: Numbers.\n    **opts: Options.\n")
-    assert doc.params == {"values": "Numbers.", "opts": "Options."}
 
 
 def test_undocumented_and_unannotated_parameters() -> None:

@@ -13,6 +13,7 @@ import io
 import tarfile
 import zipfile
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from verifiers.hub.packaging import module_name
 
@@ -119,6 +120,15 @@ class Dist:
 
     def pair(self) -> tuple[tuple[str, bytes], tuple[str, bytes]]:
         return self.wheel(), self.sdist()
+
+    def write(self, directory: Path) -> tuple[Path, Path]:
+        """The wheel and the sdist as files in ``directory`` (what ``HubClient.publish`` takes)."""
+        directory.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for filename, data in self.pair():
+            paths.append(directory / filename)
+            paths[-1].write_bytes(data)
+        return paths[0], paths[1]
 
 
 def tar_link(path: str, target: str, *, hard: bool = False) -> tarfile.TarInfo:

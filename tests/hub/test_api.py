@@ -177,7 +177,7 @@ def test_evals_feed_the_leaderboard(client: TestClient, actors: Actors) -> None:
     board = client.get(f"{API}/environments/alice/demo-env/evals").json()
     assert [e["model"] for e in board] == ["bigger-model", "smollm2"]
     page = client.get("/alice/demo-env").text
-    assert "bigger-model" in page and "0.900" in page and "1=0.400" in page
+    assert "bigger-model" in page and "0.900" in page and "<td>pass@1 0.400 · pass@3 0.600</td>" in page
 
 
 def test_update_environment(client: TestClient, actors: Actors) -> None:

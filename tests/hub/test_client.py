@@ -1,7 +1,8 @@
-"""HubClient configuration, vf-hub's admin commands and vf-hub login."""
+"""HubClient configuration and its calls against a running hub, vf-hub's admin commands and vf-hub login."""
 
 from __future__ import annotations
 
+import hashlib
 import stat
 from pathlib import Path
 
@@ -9,8 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from hub_server.cli import app as hub_cli
-from tests.hub.conftest import LiveHub
-from verifiers.hub.client import HubClient, HubConfig, load_config_file, save_config
+from tests.hub._dists import Dist
+from tests.hub.conftest import Actors, LiveHub
+from verifiers.hub.client import HubClient, HubClientError, HubConfig, load_config_file, save_config
 from verifiers.hub.packaging import parse_env_spec
 
 
@@ -80,3 +82,53 @@ def test_admin_commands_and_login(live_hub: LiveHub, isolated_config: Path) -> N
     assert r.exit_code == 1 and "revoked" in r.output
     r = runner.invoke(hub_cli, ["db", "current", *db])
     assert r.output.strip() == "0001"
+
+
+def test_search_yank_unyank_and_download(live_hub: LiveHub, actors: Actors, tmp_path: Path) -> None:
+    with HubClient(url=live_hub.url, token=actors.alice) as alice:
+        for version in ("0.1.0", "0.2.0"):
+            alice.publish("alice", "demo-env", *Dist(version=version).write(tmp_path / version))
+        math = Dist(name="math-env", keywords=["math"])
+        alice.publish("alice", "math-env", *math.write(tmp_path / "math"), visibility="private")
+
+        found = alice.search("demo", tags=["demo"], owner="alice")
+        assert ([e.full_name for e in found.items], found.total) == (["alice/demo-env"], 1)
+        assert [e.name for e in alice.search(sort="name").items] == ["demo-env", "math-env"]
+
+        yanked = alice.yank("alice", "demo-env", "0.2.0", reason="wrong answers")
+        assert (yanked.version, yanked.yanked, yanked.yanked_reason) == ("0.2.0", True, "wrong answers")
+        assert alice.resolve("demo-env").version == "0.1.0"  # out of resolution...
+        assert alice.resolve("demo-env@==0.2.0").yanked  # ...unless pinned
+        assert not alice.unyank("alice", "demo-env", "0.2.0").yanked
+        resolved = alice.resolve("demo-env")
+        assert resolved.version == "0.2.0"
+
+        wheel = resolved.file("bdist_wheel")
+        assert wheel is not None
+        path = alice.download(wheel, tmp_path / "got")
+        assert path == tmp_path / "got" / wheel.filename
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == wheel.sha256
+        tampered = wheel.model_copy(update={"sha256": "0" * 64})
+        with pytest.raises(HubClientError, match="sha256 mismatch"):
+            alice.download(tampered, tmp_path / "bad")
+        assert list((tmp_path / "bad").iterdir()) == []  # nothing half-written is left
+        private_sdist = alice.resolve("math-env").file("sdist")
+        assert private_sdist is not None
+
+    with HubClient(url=live_hub.url, token=actors.bob) as bob:  # the private environment stays invisible
+        assert [e.name for e in bob.search(sort="name").items] == ["demo-env"]
+        with pytest.raises(HubClientError) as refused:
+            bob.download(private_sdist, tmp_path / "bob")
+        assert refused.value.status_code == 404 and "not found" in str(refused.value)
+        with pytest.raises(HubClientError) as refused:
+            bob.yank("alice", "demo-env", "0.1.0")
+        assert refused.value.status_code == 403
+
+
+def test_login_refuses_bad_urls_and_unreachable_hubs(isolated_config: Path) -> None:
+    runner = CliRunner()
+    r = runner.invoke(hub_cli, ["login", "--url", "ftp://hub.example", "--token", "vfh_x"])
+    assert r.exit_code == 1 and "must start with http:// or https://" in r.output
+    r = runner.invoke(hub_cli, ["login", "--url", "http://127.0.0.1:9", "--token", "vfh_x"])
+    assert r.exit_code == 1 and "cannot reach the hub at http://127.0.0.1:9" in r.output
+    assert not isolated_config.exists()  # nothing stored for a login that did not happen

@@ -17,6 +17,7 @@ from hub_server import services
 from hub_server.auth import COOKIE_NAME
 from hub_server.context import Hub
 from hub_server.models import File, Version
+from hub_server.services import publishing
 from tests.hub._dists import Dist, tar_link
 from tests.hub.conftest import Actors, LiveHub, publish
 
@@ -260,13 +261,13 @@ def test_concurrent_publishes_race_in_the_database(hub: Hub, actors: Actors, mon
 
     n = 4
     barrier = threading.Barrier(n, timeout=30)
-    real_insert = services._insert_version
+    real_insert = publishing._insert_version
 
     def synchronised_insert(*args, **kwargs):  # type: ignore[no-untyped-def]
         barrier.wait()
         return real_insert(*args, **kwargs)
 
-    monkeypatch.setattr(services, "_insert_version", synchronised_insert)
+    monkeypatch.setattr(publishing, "_insert_version", synchronised_insert)
     with hub.db.read() as s:
         principal, _ = authenticate(s, actors.alice)
     results: list[int | str] = []
@@ -331,7 +332,7 @@ def test_interrupted_publish_leaves_nothing(hub: Hub, actors: Actors, monkeypatc
     def boom(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise KeyboardInterrupt  # the harshest interruption Python code sees
 
-    monkeypatch.setattr(services, "_insert_version", boom)
+    monkeypatch.setattr(publishing, "_insert_version", boom)
     with hub.db.read() as s:
         principal, _ = authenticate(s, actors.alice)
     wheel, sdist = Dist().pair()
@@ -381,7 +382,7 @@ def test_concurrent_first_publishes_of_different_versions_both_land(
     from hub_server.auth import authenticate
 
     barrier = threading.Barrier(2, timeout=30)
-    real_insert = services._insert_once
+    real_insert = publishing._insert_once
     first_call = threading.local()
 
     def synchronised_insert(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -390,7 +391,7 @@ def test_concurrent_first_publishes_of_different_versions_both_land(
             barrier.wait()
         return real_insert(*args, **kwargs)
 
-    monkeypatch.setattr(services, "_insert_once", synchronised_insert)
+    monkeypatch.setattr(publishing, "_insert_once", synchronised_insert)
     with hub.db.read() as s:
         principal, _ = authenticate(s, actors.alice)
     results: list[str] = []

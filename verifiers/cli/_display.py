@@ -51,9 +51,9 @@ class ProgressDisplay:
     # --- rendering ---------------------------------------------------------------------------------
     def plain_line(self) -> str:
         p = self.progress
-        pct = f" ({100 * p.done / p.total:.0f}%)" if p.total else ""
+        pct = f" ({100 * p.generated / p.total:.0f}%)" if p.total else ""
         return (
-            f"{self.title}: {p.done}/{p.total} rollouts{pct}, {p.rate:.2f}/s, "
+            f"{self.title}: {p.generated}/{p.total} rollouts{pct}, {p.done} scored, {p.rate:.2f}/s, "
             f"mean reward {fmt_reward(p.mean_reward)}, in flight {p.in_flight}, "
             f"retrying {p.retries_in_flight}, errors: {_errors_text(p.errors)}"
         )
@@ -61,9 +61,15 @@ class ProgressDisplay:
     def renderable(self) -> RenderableType:
         p = self.progress
         retrying = p.retries_in_flight
-        bar = ProgressBar(total=max(1, p.total), completed=p.done, width=40)
+        # Counted per finished rollout, not per finished group: long groups must still show movement.
+        bar = ProgressBar(total=max(1, p.total), completed=p.generated, width=40)
         head = Table.grid(padding=(0, 1))
-        head.add_row(bar, Text(f"{p.done}/{p.total} rollouts", style="bold"), Text(f"{p.rate:.2f}/s"))
+        head.add_row(
+            bar,
+            Text(f"{p.generated}/{p.total} rollouts", style="bold"),
+            Text(f"{p.done} scored", style="dim"),
+            Text(f"{p.rate:.2f}/s"),
+        )
         info = Table.grid(padding=(0, 2))
         info.add_row(
             Text.assemble(("mean reward ", "dim"), (fmt_reward(p.mean_reward), "bold cyan")),
@@ -173,26 +179,30 @@ def summary_table(
 
 
 def samples_table(results: Sequence[Mapping[str, Any]], n: int = 3, width: int = 100) -> Table:
-    t = Table(title=f"Sample rollouts ({min(n, len(results))} of {len(results)})", title_justify="left")
+    # One rollout per example first, so the few rows shown cover different prompts.
+    ordered = sorted(results, key=lambda r: (r.get("rollout_index", 0), r.get("example_id", 0)))[:n]
+    # Environments graded by hidden tests (code-env) have no answer text: no empty column for them.
+    show_answer = any(str(r.get("answer") or "") for r in ordered)
+    t = Table(title=f"Sample rollouts ({len(ordered)} of {len(results)})", title_justify="left")
     t.add_column("example", justify="right", no_wrap=True)
     t.add_column("prompt")
     t.add_column("completion")
-    t.add_column("answer")
+    if show_answer:
+        t.add_column("answer")
     t.add_column("reward", justify="right", no_wrap=True)
-    # One rollout per example first, so the few rows shown cover different prompts.
-    ordered = sorted(results, key=lambda r: (r.get("rollout_index", 0), r.get("example_id", 0)))
-    for r in ordered[:n]:
+    for r in ordered:
         err = r.get("error")
         completion = _last_text(r.get("completion"), "assistant")
         if err:
             completion = f"[error {err.get('category')}] {err.get('type')}: {err.get('message')}"
-        t.add_row(
+        cells = [
             f"{r.get('example_id')}/{r.get('rollout_index')}",
             escape(_clip(_last_text(r.get("prompt"), "user"), width // 2)),
             escape(_clip(completion, width)),
-            escape(_clip(str(r.get("answer", "")), 30)),
-            fmt_reward(r.get("reward")),
-        )
+        ]
+        if show_answer:
+            cells.append(escape(_clip(str(r.get("answer", "")), 30)))
+        t.add_row(*cells, fmt_reward(r.get("reward")))
     return t
 
 

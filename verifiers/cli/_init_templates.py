@@ -181,7 +181,7 @@ __TITLE__: short factual questions ("What is the capital of France?") answered i
 
 ## Overview
 
-| | |
+| Property | Value |
 |---|---|
 | Environment id | `__ENV_ID__` (module `__MODULE__`) |
 | Type | single-turn (`vf.SingleTurnEnv`) |

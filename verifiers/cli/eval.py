@@ -12,12 +12,12 @@ import logging
 import os
 import signal
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from verifiers.cli._common import (
     EXIT_FAILED,
@@ -32,57 +32,39 @@ from verifiers.cli._common import (
 )
 
 if TYPE_CHECKING:  # imported lazily at run time: `vf-eval --help` stays fast
-    from verifiers.clients import Client, Endpoint
     from verifiers.envs.environment import Environment
+    from verifiers.eval.config import EvalConfig
     from verifiers.eval.run import EvalRun
     from verifiers.types import RunMetadata
 
 PROG = "vf-eval"
+# Shown in --help; the values themselves live in the library (verifiers.eval.config, verifiers.clients.target).
 DEFAULT_MODEL = "gpt-4.1-mini"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_VAR = "OPENAI_API_KEY"
-DEFAULT_NUM_EXAMPLES = 5
-DEFAULT_ROLLOUTS = 3
-DEFAULT_MAX_RETRIES = 5
+#: Console width without a terminal: no folding (tables are only as wide as their content).
+UNBOUNDED_WIDTH = 10_000
+#: Widest sample table (its text columns are clipped to fit).
+SAMPLE_WIDTH = 200
 log = logging.getLogger("verifiers.cli.eval")
 
 app = make_app(
     "Evaluate environment ENV_ID (installed, or under ./environments/) against an OpenAI-compatible "
     "endpoint, or the embedded local model with -m local/smollm2 (or -m local:/path/to/model.gguf). "
-    "Results stream to ./outputs/evals/<env>--<model>/<timestamp-id>/ (results.jsonl + metadata.json). "
-    "Settings come from the flags, then the environment package's [tool.verifiers.eval] defaults, "
-    "then built-in defaults. Exit status: 0 ok, 1 every rollout failed or the endpoint was "
-    "unreachable, 2 bad input, 130 interrupted."
+    "`vf-eval @ SUITE.toml` runs every [[eval]] table of a suite file in order (flags given here "
+    "override the file's). Results stream to ./outputs/evals/<env>--<model>/<timestamp-id>/ "
+    "(results.jsonl + metadata.json). Each setting comes from the flags, then a resumed run, then the "
+    "environment package's [tool.verifiers.eval] defaults, then built-in defaults (all examples, 1 "
+    "rollout each); --dry-run shows the result and where each value came from. Exit status: 0 ok, 1 "
+    "every rollout failed or the endpoint was unreachable, 2 bad input, 130 interrupted."
 )
 
 
-@dataclass
-class Target:
-    """Where requests go: the client endpoints and the model name recorded in results."""
-
-    model: str
-    endpoints: list[Endpoint] = field(default_factory=list)
-    local: bool = False
-    key_var: str | None = None
-    key_set: bool = False
-    base_url_flag: str | None = None
-
-    def hint(self) -> str:
-        if self.local:
-            return f"the local model server ({self.model})"
-        key = (
-            f"the API key variable {self.key_var} ({'set' if self.key_set else 'not set'})"
-            if self.key_var
-            else "the API key"
-        )
-        urls = ", ".join(e.base_url for e in self.endpoints)
-        return f"the URL ({urls}), {key} and the model name ({self.model})"
-
-
-def _normalize_resume(argv: list[str]) -> list[str]:
-    """``-R/--resume`` takes an optional PATH, which click cannot express: rewrite a bare flag to
-    ``--resume=`` (meaning: the newest incomplete run) and ``-R PATH`` to ``--resume=PATH``. A following
-    word counts as PATH only if it looks like one (contains a slash or exists), so ``-R ENV_ID`` works."""
+def _normalize_argv(argv: list[str]) -> list[str]:
+    """Rewrite what click cannot express. ``-R/--resume`` takes an optional PATH: a bare flag becomes
+    ``--resume=`` (the newest incomplete run) and ``-R PATH`` ``--resume=PATH``; a following word counts
+    as PATH only if it looks like one (contains a slash or exists), so ``-R ENV_ID`` works. ``@ FILE``
+    and ``@FILE`` name a suite file (``--suite=FILE``)."""
     out: list[str] = []
     i = 0
     while i < len(argv):
@@ -90,61 +72,35 @@ def _normalize_resume(argv: list[str]) -> list[str]:
         if arg == "--":
             out.extend(argv[i:])
             break
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
         if arg in ("-R", "--resume"):
-            nxt = argv[i + 1] if i + 1 < len(argv) else None
             if nxt is not None and not nxt.startswith("-") and (os.sep in nxt or Path(nxt).exists()):
                 out.append(f"--resume={nxt}")
                 i += 2
                 continue
             out.append("--resume=")
+        elif arg == "@" and nxt is not None:
+            out.append(f"--suite={nxt}")
+            i += 2
+            continue
+        elif arg.startswith("@") and len(arg) > 1:
+            out.append(f"--suite={arg[1:]}")
         else:
             out.append(arg)
         i += 1
     return out
 
 
-# --- resolving flags ----------------------------------------------------------------------------------
-def _resolve_target(
-    model: str, base_url: str | None, key_var: str | None, registry_path: Path | None
-) -> Target:
-    from verifiers.clients import Endpoint
-    from verifiers.clients.local_model import is_local_model
-    from verifiers.clients.registry import DEFAULT_REGISTRY_PATH, EndpointRegistry, RegistryError
+def _package_defaults(env_id: str) -> dict[str, Any]:
+    from verifiers.envs.loading import eval_defaults
+    from verifiers.errors import EnvNotFoundError, VerifiersError
 
-    if is_local_model(model):
-        from verifiers.clients.local_model import LocalModelError, check_server_installed, resolve_model_file
-
-        if base_url is not None:
-            fail(f"-b/--api-base-url cannot be combined with the local model {model!r}")
-        try:  # fail before loading anything when a package or the model file is missing
-            resolve_model_file(model)
-            check_server_installed()
-        except LocalModelError as exc:
-            fail(str(exc))
-        return Target(model=model, local=True)
-    registry: EndpointRegistry | None = None
     try:
-        if registry_path is not None:
-            registry = EndpointRegistry.load(registry_path)
-        elif DEFAULT_REGISTRY_PATH.is_file():
-            registry = EndpointRegistry.load(DEFAULT_REGISTRY_PATH)
-    except RegistryError as exc:
-        fail(f"-e/--endpoints: {exc}")
-    if registry is not None and model in registry and base_url is None:
-        try:
-            endpoints = registry.endpoints(model, key_var=key_var)
-        except RegistryError as exc:
-            fail(str(exc))
-        entries = registry.get(model) or []
-        entry_var = key_var or next((e.key_var for e in entries if e.key_var), None)
-        return Target(model, endpoints, key_var=entry_var, key_set=all(e.api_key for e in endpoints))
-    var = key_var or DEFAULT_KEY_VAR
-    key = os.environ.get(var)
-    if key_var is not None and key is None:
-        fail(f"the API key variable {key_var} (from -k/--api-key-var) is not set")
-    # The default variable may be unset: local servers need no key (the server says so if it does).
-    url = base_url or DEFAULT_BASE_URL
-    return Target(model, [Endpoint(url, key)], key_var=var, key_set=key is not None, base_url_flag=base_url)
+        return eval_defaults(env_id)
+    except EnvNotFoundError as exc:
+        fail(str(exc))
+    except VerifiersError as exc:
+        fail(str(exc))
 
 
 def _load_env(env_id: str, env_args: dict[str, Any], verbose: bool) -> Environment:
@@ -165,108 +121,29 @@ def _load_env(env_id: str, env_args: dict[str, Any], verbose: bool) -> Environme
         fail(f"loading environment {env_id!r} failed: {type(exc).__name__}: {exc}", EXIT_FAILED)
 
 
-def _eval_defaults(env_id: str, console: Console) -> dict[str, Any]:
-    """The package's eval defaults that vf-eval understands (a note names the others)."""
-    from verifiers.envs.loading import EVAL_DEFAULT_KEYS, eval_defaults
-    from verifiers.errors import VerifiersError
-
-    try:
-        defaults = eval_defaults(env_id)
-    except VerifiersError as exc:
-        fail(str(exc))
-    unknown = sorted(set(defaults) - set(EVAL_DEFAULT_KEYS))
-    if unknown:
-        console.print(f"[yellow]note:[/] ignoring unknown eval default(s) of {env_id}: {', '.join(unknown)}")
-    return {k: v for k, v in defaults.items() if k in EVAL_DEFAULT_KEYS}
-
-
-def _apply_extra_kwargs(env: Environment, env_id: str, extra: dict[str, Any]) -> None:
-    unknown = sorted(
-        k for k in extra if k.startswith("_") or not hasattr(env, k) or callable(getattr(env, k))
-    )
-    if unknown:
-        settable = sorted(k for k, v in vars(env).items() if not k.startswith("_") and not callable(v))
-        fail(
-            f"-x/--extra-env-kwargs: {env_id} has no attribute {', '.join(unknown)}; "
-            f"settable: {', '.join(settable)}"
-        )
-    for k, v in extra.items():
-        setattr(env, k, v)
-
-
 # --- running -----------------------------------------------------------------------------------------
-async def _preflight(client: Client, target: Target, console: Console) -> None:
-    """A cheap ``GET /models`` per endpoint, so a wrong URL or key fails in seconds with a clear message."""
-    from verifiers.clients import Client
-    from verifiers.errors import AuthenticationError, InfraError, VerifiersError
-
-    probe = Client(client.endpoints, timeout=20.0, connect_timeout=10.0, max_retries=1, backoff_base=0.2)
-    try:
-        for i, ep in enumerate(probe.endpoints):
-            try:
-                served = await probe.list_models(i)
-            except AuthenticationError as exc:
-                fail(f"{ep.base_url} refused the credentials: check {target.hint()} ({exc})", EXIT_FAILED)
-            except InfraError as exc:
-                fail(
-                    f"cannot reach {ep.base_url}: {exc}. Check {target.hint()}, and that the server is running",
-                    EXIT_FAILED,
-                )
-            except VerifiersError:
-                continue  # no usable /models on this server: the run itself will tell
-            name = ep.model or target.model
-            if served and name not in served:
-                shown = ", ".join(served[:5]) + (", …" if len(served) > 5 else "")
-                console.print(
-                    f"[yellow]warning:[/] {ep.base_url} does not list the model {name!r} (it serves: {shown})"
-                )
-    finally:
-        await probe.aclose()
-
-
-@dataclass
-class Plan:
-    num_examples: int
-    rollouts_per_example: int
-    max_concurrent: int
-    sampling_args: dict[str, Any]
-    seed: int | None
-    shuffle: bool
-    output_dir: Path | None
-    resume: bool
-
-
-async def _evaluate(
-    env: Environment, client: Client, target: Target, plan: Plan, console: Console
-) -> EvalRun:
+async def _evaluate(env: Environment, config: EvalConfig, console: Console) -> EvalRun:
     from verifiers.cli._display import ProgressDisplay
     from verifiers.eval.engine import RunProgress
+    from verifiers.eval.launch import config_client, run_config
 
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
     if task is not None:
         loop.add_signal_handler(signal.SIGTERM, task.cancel)  # finish like Ctrl-C: metadata says cancelled
+
+    def notify(message: str) -> None:
+        console.print(f"[yellow]note:[/] {escape(message)}")
+
     try:
-        await _preflight(client, target, console)
-        progress = RunProgress()
-        title = f"{env.env_id} · {target.model}"
-        async with ProgressDisplay(console, progress, title):
-            return await env.a_evaluate(
-                client,
-                target.model,
-                num_examples=plan.num_examples,
-                rollouts_per_example=plan.rollouts_per_example,
-                max_concurrent=plan.max_concurrent,
-                sampling_args=plan.sampling_args,
-                seed=plan.seed,
-                shuffle=plan.shuffle,
-                output_dir=plan.output_dir,
-                resume=plan.resume,
-                progress=progress,
-            )
+        for note in config.notes:
+            notify(note)
+        async with config_client(config, notify) as client:
+            progress = RunProgress()
+            async with ProgressDisplay(console, progress, f"{env.env_id} · {config.model}"):
+                return await run_config(env, config, client=client, progress=progress)
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
-        await client.aclose()
 
 
 def _json_dump(data: dict[str, Any]) -> None:
@@ -281,7 +158,7 @@ def _all_failed(meta: RunMetadata) -> bool:
     return c.completed > 0 and sum(c.errored.values()) == c.completed
 
 
-def _failure_message(meta: RunMetadata, results: list[dict[str, Any]], target: Target) -> str:
+def _failure_message(meta: RunMetadata, results: list[dict[str, Any]], hint: str) -> str:
     from verifiers.cli._display import error_examples
 
     examples = error_examples(results)
@@ -290,7 +167,7 @@ def _failure_message(meta: RunMetadata, results: list[dict[str, Any]], target: T
     example = f"; e.g. {first[1][1][:200]}" if first else ""
     cats = set(examples)
     if cats & {"model", "infra"}:
-        what = f"check {target.hint()}"
+        what = f"check {hint}"
     else:
         what = "check the environment (its load_environment arguments, rubric and dataset)"
     return f"every rollout failed ({', '.join(parts)}{example}); {what}"
@@ -304,13 +181,14 @@ def eval_command(
         typer.Argument(metavar="ENV_ID", help="Environment id, e.g. math-env.", show_default=False),
     ] = None,
     model: Annotated[
-        str,
+        str | None,
         typer.Option(
             "-m",
             "--model",
-            help="Model name, an alias of the endpoint registry (-e), local/smollm2, or local:/path/to/model.gguf.",
+            help=f"Model name, an alias of the endpoint registry (-e), local/smollm2, or local:/path/to/model.gguf [default: {DEFAULT_MODEL}].",
+            show_default=False,
         ),
-    ] = DEFAULT_MODEL,
+    ] = None,
     api_base_url: Annotated[
         str | None,
         typer.Option(
@@ -335,7 +213,7 @@ def eval_command(
             "-n",
             "--num-examples",
             min=-1,
-            help=f"Examples to evaluate, -1 = all [default: package default, else {DEFAULT_NUM_EXAMPLES}].",
+            help="Examples to evaluate, -1 = all [default: package default, else all].",
             show_default=False,
         ),
     ] = None,
@@ -345,13 +223,20 @@ def eval_command(
             "-r",
             "--rollouts-per-example",
             min=1,
-            help=f"Rollouts per example [default: package default, else {DEFAULT_ROLLOUTS}].",
+            help="Rollouts per example [default: package default, else 1].",
             show_default=False,
         ),
     ] = None,
     max_concurrent: Annotated[
-        int, typer.Option("-c", "--max-concurrent", min=1, help="Rollouts in flight at once.")
-    ] = 32,
+        int | None,
+        typer.Option(
+            "-c",
+            "--max-concurrent",
+            min=1,
+            help="Rollouts in flight at once [default: 32].",
+            show_default=False,
+        ),
+    ] = None,
     max_tokens: Annotated[
         int | None,
         typer.Option("-t", "--max-tokens", min=1, help="max_tokens per model call.", show_default=False),
@@ -365,7 +250,7 @@ def eval_command(
             "-S",
             "--sampling-args",
             metavar="JSON",
-            help="Sampling arguments as a JSON object; overrides -t/-T.",
+            help='Sampling arguments as a JSON object; overrides -t/-T. Server-specific ones go in "extra_body".',
             show_default=False,
         ),
     ] = None,
@@ -381,17 +266,17 @@ def eval_command(
     ] = None,
     extra_env_kwargs: Annotated[
         str | None,
+        typer.Option("-x", "--extra-env-kwargs", hidden=True, show_default=False),
+    ] = None,
+    save_results: Annotated[
+        bool | None,
         typer.Option(
-            "-x",
-            "--extra-env-kwargs",
-            metavar="JSON",
-            help="Attributes to set on the loaded environment (existing attributes only), as a JSON object.",
+            "--save-results/--no-save",
+            "-s",
+            help="Save results.jsonl and metadata.json [default: save].",
             show_default=False,
         ),
     ] = None,
-    save_results: Annotated[
-        bool, typer.Option("--save-results/--no-save", "-s", help="Save results.jsonl and metadata.json.")
-    ] = True,
     output_dir: Annotated[
         Path | None,
         typer.Option(
@@ -422,22 +307,56 @@ def eval_command(
         typer.Option(
             "--timeout",
             min=0.001,
-            help="Wall-clock budget per rollout in seconds (sets env.timeout).",
+            help="Wall-clock budget per rollout in seconds [default: the environment's].",
             show_default=False,
         ),
     ] = None,
     max_retries: Annotated[
-        int,
+        int | None,
         typer.Option(
-            "--max-retries", min=0, help="Retries per model request on connection errors, 429 and 5xx."
+            "--max-retries",
+            min=0,
+            help="Retries per model request on connection errors, 429 and 5xx [default: 5].",
+            show_default=False,
         ),
-    ] = DEFAULT_MAX_RETRIES,
+    ] = None,
     endpoints: Annotated[
         Path | None,
         typer.Option(
             "-e",
             "--endpoints",
             help="Endpoint registry TOML (aliases → url, key variable, model; repeated aliases are replicas) [default: ./configs/endpoints.toml if present].",
+            show_default=False,
+        ),
+    ] = None,
+    client_backend: Annotated[
+        str | None,
+        typer.Option(
+            "--client",
+            metavar="aiohttp|openai",
+            help="Request transport: the fast built-in one, or the openai SDK (Azure, organisation/project headers, --api responses) [default: aiohttp].",
+            show_default=False,
+        ),
+    ] = None,
+    api: Annotated[
+        str | None,
+        typer.Option(
+            "--api",
+            metavar="chat|responses",
+            help="API of chat environments: Chat Completions, or the Responses API (needs --client openai) [default: chat].",
+            show_default=False,
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Print the resolved settings and where each came from, and exit."),
+    ] = False,
+    suite: Annotated[
+        Path | None,
+        typer.Option(
+            "--suite",
+            metavar="FILE",
+            help="Suite file of [[eval]] tables (also: @ FILE).",
             show_default=False,
         ),
     ] = None,
@@ -461,155 +380,175 @@ def eval_command(
     setup_logging(verbose)
     out = Console(stderr=json_output)
     if not out.is_terminal and "COLUMNS" not in os.environ:
-        out.width = 120  # logs and pipes: rich would assume 80 columns and fold the summary
+        out.width = UNBOUNDED_WIDTH  # logs and pipes: rich would fold every line at an assumed 80 columns
+    if extra_env_kwargs is not None:
+        fail(
+            "-x/--extra-env-kwargs was removed (it set attributes on a built environment): pass "
+            "load_environment arguments with -a/--env-args, and the rollout budget with --timeout"
+        )
     env_args_d = parse_json_object(env_args, "-a/--env-args")
     sampling_d = parse_json_object(sampling_args, "-S/--sampling-args")
-    extra_d = parse_json_object(extra_env_kwargs, "-x/--extra-env-kwargs")
-
     if rescore is not None:
-        _rescore(rescore, env_id, env_args_d, extra_d, output_dir, save_results, json_output, verbose, out)
+        _rescore(
+            rescore, env_id, env_args_d, output_dir, save_results is not False, json_output, verbose, out
+        )
+        return
+    shortcuts = {
+        k: v for k, v in {"max_tokens": max_tokens, "temperature": temperature}.items() if v is not None
+    }
+    flags: dict[str, Any] = {
+        "env_args": env_args_d,
+        "model": model,
+        "base_url": api_base_url,
+        "api_key_var": api_key_var,
+        "endpoints_file": endpoints,
+        "client_backend": client_backend,
+        "api": api,
+        "num_examples": num_examples,
+        "rollouts_per_example": rollouts_per_example,
+        "max_concurrent": max_concurrent,
+        "sampling_args": {**shortcuts, **(sampling_d or {})} or None,
+        "seed": seed,
+        "shuffle": True if shuffle else None,
+        "timeout": timeout,
+        "max_retries": max_retries,
+        "save_results": save_results,
+        "output_dir": output_dir,
+        "resume": (Path(resume) if resume else True) if resume is not None else None,
+    }
+    if suite is not None:
+        if env_id is not None:
+            fail(f"give either ENV_ID or a suite file, not both ({env_id!r} and {suite})")
+        _run_suite(suite, flags, dry_run=dry_run, json_output=json_output, verbose=verbose, out=out)
         return
     if env_id is None:
         from verifiers.envs.loading import installed_environments, local_environments
 
         known = sorted({*installed_environments(), *local_environments()})
         fail(f"missing ENV_ID; available: {', '.join(known) or 'none (create one with vf-init NAME)'}")
-    if output_dir is not None and not save_results:
-        fail("-o/--output-dir and --no-save contradict each other")
-    if resume is not None and not save_results:
-        fail("--resume needs saved results; drop --no-save")
+    config = _resolve(env_id, [("flag", flags)])
+    if dry_run:
+        _show_config(config, out, json_output)
+        return
+    _run_and_report(config, out, json_output, verbose)
+
+
+def _resolve(env_id: str, layers: list[tuple[str, dict[str, Any]]]) -> EvalConfig:
+    from verifiers.clients.target import TargetError, resolve_target
+    from verifiers.eval.config import ConfigError, resolve_eval_config
+    from verifiers.eval.runs import ResumeMismatchError
     from verifiers.hub.packaging import normalize_name
 
     env_id = normalize_name(env_id)  # the id runs are recorded (and found by --resume) under
-    target = _resolve_target(model, api_base_url, api_key_var, endpoints)
-
-    # --- which run directory, and what a resumed run was made with
-    from verifiers.cli._runs import find_resumable, new_run_dir, read_run
-
-    saved = None
-    run_dir: Path | None = output_dir
-    if resume:
-        run_dir = Path(resume)
-        saved = read_run(run_dir)
-        if saved is None:
-            fail(f"nothing to resume at {run_dir} (no readable metadata.json)")
-    elif resume is not None and output_dir is not None:
-        saved = read_run(output_dir)
-    elif resume is not None:
-        given = {
-            "rollouts_per_example": rollouts_per_example,
-            "env_args": env_args_d,
-            "seed": seed,
-            "shuffle": shuffle or None,
-        }
-        saved = find_resumable(env_id, target.model, {k: v for k, v in given.items() if v is not None})
-        if saved is None:
-            out.print(
-                f"[yellow]note:[/] no incomplete run of {env_id} with {target.model} to resume; starting a new one"
-            )
-        else:
-            run_dir = saved.path
-    sm = saved.metadata if saved is not None else None
-    if sm is not None and (normalize_name(sm.env_id) != env_id or sm.model != target.model):
-        # Checked before loading anything; run_eval would refuse too, but only after a local model started.
-        fail(
-            f"cannot resume {run_dir}: it is a run of {sm.env_id} with model {sm.model}, "
-            f"not {env_id} with {target.model}"
+    try:
+        config = resolve_eval_config(env_id, *layers, package_defaults=_package_defaults(env_id))
+        # Fail on a bad target before loading anything (a local model would start, a dataset load).
+        resolve_target(
+            config.model,
+            base_url=config.base_url,
+            api_key_var=config.api_key_var,
+            registry_path=config.endpoints_file,
         )
-
-    env = _load_env(env_id, env_args_d if env_args_d is not None else (sm.env_args if sm else {}), verbose)
-    if extra_d:
-        _apply_extra_kwargs(env, env_id, extra_d)
-    if timeout is not None:
-        env.timeout = timeout
-
-    # Each unset flag falls back to the resumed run's setting, else the package's default, else ours.
-    base: dict[str, Any]
-    if sm is not None:
-        base = sm.model_dump(
-            include={"num_examples", "rollouts_per_example", "sampling_args", "seed", "shuffle"}
-        )
-    else:
-        base = {
-            "num_examples": DEFAULT_NUM_EXAMPLES,
-            "rollouts_per_example": DEFAULT_ROLLOUTS,
-            **_eval_defaults(env_id, out),
-        }
-    r = rollouts_per_example if rollouts_per_example is not None else base["rollouts_per_example"]
-    if r < 1:
-        fail(f"rollouts_per_example must be at least 1, not {r}")
-    shortcuts = {"max_tokens": max_tokens, "temperature": temperature}
-    plan = Plan(
-        num_examples=num_examples if num_examples is not None else base["num_examples"],
-        rollouts_per_example=r,
-        max_concurrent=max_concurrent,
-        sampling_args={
-            **(base.get("sampling_args") or {}),
-            **{k: v for k, v in shortcuts.items() if v is not None},
-            **(sampling_d or {}),
-        },
-        seed=seed if seed is not None else base.get("seed"),
-        shuffle=shuffle or bool(base.get("shuffle")),
-        output_dir=(run_dir or new_run_dir(env.env_id, target.model)) if save_results else None,
-        resume=resume is not None and run_dir is not None,
-    )
-    _run_and_report(env, target, plan, max_retries, out, json_output, verbose)
+    except ResumeMismatchError as exc:
+        fail(str(exc))
+    except (ConfigError, TargetError) as exc:
+        fail(_flag_names(str(exc)))
+    return config
 
 
-def _make_client(target: Target, max_retries: int, verbose: bool) -> Client:
-    from verifiers.clients import Client
+#: Library setting names → the flags that set them, for error messages.
+_FLAGS = {
+    "num_examples": "-n/--num-examples",
+    "rollouts_per_example": "-r/--rollouts-per-example",
+    "max_concurrent": "-c/--max-concurrent",
+    "save_results=False (--no-save)": "--no-save",
+    "output_dir": "-o/--output-dir",
+    "a base URL": "-b/--api-base-url",
+    "client_backend": "--client",
+    "api ": "--api ",
+}
 
-    # Local models answer one request at a time: a long queue must not look like a dead server.
-    client = Client(target.endpoints, max_retries=max_retries, timeout=3600.0 if target.local else 600.0)
-    if verbose:
-        client.on_retry = lambda attempt, delay, reason: log.info(
-            "retry %d in %.1fs: %s", attempt, delay, reason
-        )
-    return client
+
+def _flag_names(message: str) -> str:
+    for name, flag in _FLAGS.items():
+        message = message.replace(name, flag)
+    return message
 
 
-def _run_and_report(
-    env: Environment,
-    target: Target,
-    plan: Plan,
-    max_retries: int,
-    out: Console,
-    json_output: bool,
-    verbose: bool,
+def _show_config(config: EvalConfig, out: Console, json_output: bool) -> None:
+    if json_output:
+        _json_dump({"config": config.model_dump(mode="json", exclude={"sources"}), "sources": config.sources})
+        return
+    from rich.table import Table
+
+    table = Table(title=f"vf-eval {config.env_id} (dry run: nothing was started)", title_justify="left")
+    table.add_column("setting")
+    table.add_column("value")
+    table.add_column("from", style="dim")
+    for name, value, source in config.explain():
+        shown = str(value) if isinstance(value, str | Path) else repr(value)
+        table.add_row(name, escape(shown), source)
+    out.print(table)
+    for note in config.notes:
+        out.print(f"[yellow]note:[/] {escape(note)}")
+
+
+def _run_suite(
+    path: Path, flags: dict[str, Any], *, dry_run: bool, json_output: bool, verbose: bool, out: Console
 ) -> None:
-    from verifiers.clients import Endpoint
+    from verifiers.eval.config import SUITE_SOURCE, ConfigError, load_suite
+
+    try:
+        entries = load_suite(path)
+    except ConfigError as exc:
+        fail(str(exc))
+    configs = []
+    for entry in entries:
+        try:
+            configs.append(_resolve(entry.env_id, [(SUITE_SOURCE, entry.settings), ("flag", flags)]))
+        except CliError as exc:
+            fail(f"{entry.origin}: {exc}", exc.code)
+    failed: list[str] = []
+    for i, (entry, config) in enumerate(zip(entries, configs, strict=True), start=1):
+        out.rule(f"[bold]{i}/{len(configs)}[/] {escape(entry.origin)}")
+        if dry_run:
+            _show_config(config, out, json_output)
+            continue
+        try:
+            _run_and_report(config, out, json_output, verbose)
+        except CliError as exc:
+            if exc.code == EXIT_INTERRUPTED:
+                raise
+            out.print(f"[red]{escape(entry.origin)} failed:[/] {escape(str(exc))}")
+            failed.append(entry.origin)
+    if failed:
+        fail(f"{len(failed)} of {len(configs)} evaluations failed: {', '.join(failed)}", EXIT_FAILED)
+
+
+def _run_and_report(config: EvalConfig, out: Console, json_output: bool, verbose: bool) -> None:
+    from verifiers.clients.local_model import LocalModelError
+    from verifiers.eval.config import ConfigError
+    from verifiers.eval.launch import EndpointCheckError, target_of
     from verifiers.eval.run import ResumeMismatchError
     from verifiers.eval.sync import run_async
 
-    server = None
+    env = _load_env(config.env_id, config.env_args, verbose)
     try:
-        if target.local:
-            from verifiers.clients.local_model import LocalModelError, LocalModelServer
-
-            try:
-                server = LocalModelServer(target.model)
-                out.print(f"starting the local model {target.model} ({server.model_file.name}) …")
-                server.start()
-            except LocalModelError as exc:
-                fail(str(exc), EXIT_FAILED)
-            out.print(f"local model server ready at {server.base_url}")
-            target.endpoints = [Endpoint(server.base_url)]
-        client = _make_client(target, max_retries, verbose)
-        try:
-            run = run_async(_evaluate(env, client, target, plan, out))
-        except (ResumeMismatchError, FileExistsError) as exc:
-            fail(str(exc))
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            where = f" --resume {plan.output_dir}" if plan.output_dir is not None else ""
-            hint = f"; complete it with: {PROG} {env.env_id} -m {target.model}{where}" if where else ""
-            raise CliError(f"interrupted{hint}", EXIT_INTERRUPTED) from None
-    finally:
-        if server is not None:
-            server.stop()  # also after Ctrl-C while it was starting
-    _report(run, target, out, json_output, verbose)
+        run = run_async(_evaluate(env, config, out))
+    except (ResumeMismatchError, FileExistsError) as exc:
+        fail(str(exc))
+    except ConfigError as exc:
+        fail(_flag_names(str(exc)))
+    except (LocalModelError, EndpointCheckError) as exc:
+        fail(str(exc), EXIT_FAILED)
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        where = f" --resume {config.output_dir}" if config.save_results and config.output_dir else ""
+        hint = f"; complete it with: {PROG} {env.env_id} -m {config.model}{where}" if where else ""
+        raise CliError(f"interrupted{hint}", EXIT_INTERRUPTED) from None
+    _report(run, target_of(config).hint(), out, json_output, verbose)
 
 
-def _report(run: EvalRun, target: Target, out: Console, json_output: bool, verbose: bool) -> None:
+def _report(run: EvalRun, hint: str, out: Console, json_output: bool, verbose: bool) -> None:
     from verifiers.cli._display import samples_table, summary_table
 
     meta = run.metadata
@@ -622,16 +561,19 @@ def _report(run: EvalRun, target: Target, out: Console, json_output: bool, verbo
         out.print(summary_table(meta, run.results, path))
         if run.results:
             out.print()
-            out.print(samples_table(run.results, n=10 if verbose else 3, width=max(60, out.width - 40)))
+            out.print(
+                samples_table(
+                    run.results, n=10 if verbose else 3, width=min(SAMPLE_WIDTH, max(60, out.width - 40))
+                )
+            )
     if failed:
-        fail(_failure_message(meta, run.results, target), EXIT_FAILED)
+        fail(_failure_message(meta, run.results, hint), EXIT_FAILED)
 
 
 def _rescore(
     run_dir: Path,
     env_id: str | None,
     env_args: dict[str, Any] | None,
-    extra: dict[str, Any] | None,
     output_dir: Path | None,
     save: bool,
     json_output: bool,
@@ -649,8 +591,6 @@ def _rescore(
     if env_id is not None and normalize_name(env_id) != normalize_name(meta.env_id):
         fail(f"--rescore: {run_dir} is a run of {meta.env_id}, not {env_id}")
     env = _load_env(meta.env_id, env_args if env_args is not None else meta.env_args, verbose)
-    if extra:
-        _apply_extra_kwargs(env, meta.env_id, extra)
     try:
         result = rescore(env, run_dir, output_dir=output_dir, save=save)
     except RescoreError as exc:
@@ -686,7 +626,7 @@ def _rescore(
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
-    args = _normalize_resume(list(sys.argv[1:] if argv is None else argv))
+    args = _normalize_argv(list(sys.argv[1:] if argv is None else argv))
     run_command(PROG, app, args)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import tempfile
@@ -65,7 +66,20 @@ def push(
     project = path.resolve()
     if not (project / "pyproject.toml").is_file():
         fail(f"{project} has no pyproject.toml; run vf-push in an environment project (see vf-init)")
-    with tempfile.TemporaryDirectory(prefix="vf-push-") as tmp:
+    with contextlib.ExitStack() as stack:
+        client: HubClient | None = None
+        namespace = owner
+        if not dry_run:
+            # Token and hub first: a build takes a while, and must not be wasted on a typo'd URL or token.
+            client = stack.enter_context(HubClient(url=url, token=token))
+            if not client.token:
+                fail("no hub token: set VF_HUB_TOKEN, pass --token, or run `vf-hub login`")
+            try:
+                user = client.whoami().username
+            except HubClientError as exc:
+                fail(f"{exc} (checked before building; nothing was built or uploaded)", EXIT_FAILED)
+            namespace = owner or user
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="vf-push-"))
         out = outdir.resolve() if outdir else Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
         typer.echo(f"building {project} …", err=True)
@@ -83,19 +97,15 @@ def push(
             f"{name} {version}: {wheel.name} ({wheel.stat().st_size} B), {sdist.name} ({sdist.stat().st_size} B)"
         )
         typer.echo(f"content hash {content_hash}")
-        if dry_run:
+        if client is None or namespace is None:
             typer.echo("dry run: nothing uploaded")
             return
         try:
-            with HubClient(url=url, token=token) as client:
-                if not client.token:
-                    fail("no hub token: set VF_HUB_TOKEN, pass --token, or run `vf-hub login`")
-                namespace = owner or client.whoami().username
-                published = client.publish(
-                    namespace, str(name), wheel, sdist, visibility=visibility, content_hash=content_hash
-                )
-                env_url = client.environment_url(published.environment)
-                index = client.index_url()
+            published = client.publish(
+                namespace, str(name), wheel, sdist, visibility=visibility, content_hash=content_hash
+            )
+            env_url = client.environment_url(published.environment)
+            index = client.index_url()
         except HubClientError as exc:
             fail(str(exc), EXIT_FAILED)
     typer.echo(f"published {published.environment} {published.version}")

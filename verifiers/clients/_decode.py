@@ -1,9 +1,17 @@
-"""Decoding OpenAI-compatible response bodies into ``ModelResponse`` (chat and plain completions)."""
+"""Decoding OpenAI-compatible response bodies into ``ModelResponse``: chat and plain completions, and
+Responses API objects (mapped to the same assistant message a chat call gives).
+
+Bodies are plain JSON data whichever transport fetched them (the ``openai`` SDK backend dumps its response
+models first), so vLLM's extra fields — ``prompt_token_ids``, ``token_ids``, ``token_id:<n>`` logprob
+tokens — are read the same way on both paths.
+"""
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+import orjson
 
 from verifiers.errors import EmptyResponseError, InvalidResponseError
 from verifiers.types import ModelResponse
@@ -116,5 +124,108 @@ def decode_completion(body: Any, endpoint: str | None = None) -> ModelResponse:
         prompt_ids=_prompt_ids(body, choice),
         completion_ids=list(completion_ids) if isinstance(completion_ids, list) else ids_from_logprobs,
         completion_logprobs=logprobs,
+        endpoint=endpoint,
+    )
+
+
+# --- Responses API -----------------------------------------------------------------------------------
+#: ``incomplete_details.reason`` → the chat ``finish_reason`` it corresponds to.
+_INCOMPLETE_REASONS = {"max_output_tokens": "length", "content_filter": "content_filter"}
+
+
+def _responses_finish_reason(body: dict[str, Any], has_tool_calls: bool) -> str | None:
+    status = body.get("status")
+    if status == "incomplete":
+        details = body.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        return _INCOMPLETE_REASONS.get(str(reason), str(reason) if reason else "length")
+    if status == "failed":
+        err = body.get("error")
+        detail = f"{err.get('code')}: {err.get('message')}" if isinstance(err, dict) else "no error given"
+        raise InvalidResponseError(f"the model server reports the response failed ({detail})")
+    if status not in (None, "completed"):
+        # queued / in_progress / cancelled: only background requests end up here, and we never send those.
+        raise InvalidResponseError(f"response is not finished (status={status!r})")
+    return "tool_calls" if has_tool_calls else "stop"
+
+
+def _arguments(value: Any) -> str:
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def decode_responses(body: Any, endpoint: str | None = None) -> ModelResponse:
+    """A Responses API object (``POST /responses``) as the assistant message of a chat call: the output
+    text, ``function_call`` items as ``tool_calls``, reasoning text as ``reasoning_content``, usage, and
+    ``status`` / ``incomplete_details`` as ``finish_reason``."""
+    if not isinstance(body, dict):
+        raise InvalidResponseError(f"expected a JSON object from the server, got {type(body).__name__}")
+    output = body.get("output")
+    if not isinstance(output, list):
+        raise InvalidResponseError(
+            "response has no 'output' list: does this endpoint speak the Responses API?"
+        )
+    texts: list[str] = []
+    reasoning: list[str] = []
+    tool_calls: list[dict[str, Any]] = []
+    logprobs: list[float] = []
+    tokens: list[Any] = []
+    has_logprobs = False
+    for item in output:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind == "message":
+            for part in item.get("content") or []:
+                if not isinstance(part, dict) or part.get("type") != "output_text":
+                    continue
+                texts.append(str(part.get("text") or ""))
+                lp = part.get("logprobs")
+                if isinstance(lp, list) and lp:
+                    has_logprobs = True
+                    logprobs.extend(float(e.get("logprob", 0.0)) for e in lp if isinstance(e, dict))
+                    tokens.extend(e.get("token") for e in lp if isinstance(e, dict))
+        elif kind == "function_call":
+            tool_calls.append(
+                {
+                    "id": item.get("call_id") or item.get("id") or "",
+                    "type": "function",
+                    "function": {
+                        "name": item.get("name", ""),
+                        "arguments": _arguments(item.get("arguments", "")),
+                    },
+                }
+            )
+        elif kind == "reasoning":
+            parts = item.get("content") or item.get("summary") or []
+            reasoning.extend(str(p.get("text") or "") for p in parts if isinstance(p, dict))
+    content = "".join(texts)
+    finish_reason = _responses_finish_reason(body, bool(tool_calls))
+    if not content and not tool_calls:
+        raise EmptyResponseError(f"model returned an empty response (finish_reason={finish_reason!r})")
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    if any(reasoning):
+        message["reasoning_content"] = "\n".join(r for r in reasoning if r)
+    usage = body.get("usage")
+    p, c = (
+        (int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))
+        if isinstance(usage, dict)
+        else (0, 0)
+    )
+    completion_ids = body.get("token_ids")
+    prompt_ids = body.get("prompt_token_ids")
+    return ModelResponse(
+        message=message,
+        finish_reason=finish_reason,
+        prompt_tokens=p,
+        completion_tokens=c,
+        prompt_ids=list(prompt_ids) if isinstance(prompt_ids, list) else None,
+        completion_ids=(
+            list(completion_ids)
+            if isinstance(completion_ids, list)
+            else (_token_ids_from_tokens(tokens) if has_logprobs else None)
+        ),
+        completion_logprobs=logprobs if has_logprobs else None,
         endpoint=endpoint,
     )

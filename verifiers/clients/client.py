@@ -1,38 +1,52 @@
-"""The model client: OpenAI-compatible chat and plain completions over one shared connection pool.
+"""The model client: OpenAI-compatible chat, Responses API and plain completions over one of two transports.
 
-Why not the ``openai`` SDK here: this is the hot path of every eval and of RL rollout generation. On a
-2-core machine against a zero-latency server the SDK client tops out near ~350 requests/s (httpx plus
-pydantic model construction per response), while a raw aiohttp session with orjson reaches ~4,000. We
-only need one request shape and the response fields we record, so we speak the protocol directly.
+``Client`` keeps what callers see the same whichever transport carries the bytes: endpoints (replicas,
+pinned per group), the request body, one retry policy (exponential backoff with full jitter,
+``Retry-After``, ``stats``, ``on_retry``), decoding into ``ModelResponse``, usage, and the error categories
+of ``verifiers.errors``. Each attempt goes through a transport (``_transport.Transport``):
+
+- ``backend="aiohttp"`` (default): one aiohttp session and orjson. Why not the ``openai`` SDK here: this is
+  the hot path of every eval and of RL rollout generation. On a 2-core machine against a zero-latency
+  server the SDK tops out near ~1,000 requests/s (httpx plus pydantic model construction per response),
+  while the aiohttp transport sustains ~10,000. We need one request shape and the fields we record, so we
+  speak the protocol directly.
+- ``backend="openai"``: the ``openai`` SDK (``AsyncOpenAI``, or a caller's ``AsyncAzureOpenAI`` /
+  configured client via ``openai_client=``; a custom ``httpx.AsyncClient`` via ``http_client=``), for Azure
+  endpoints and auth, SDK auth providers, proxies and other httpx settings. Imported only when used.
+
+``api="chat"`` sends chat calls to ``/chat/completions``; ``api="responses"`` sends them to the Responses API
+(``/responses``), mapping messages and tools there and the output back to the same assistant message
+(``_responses``, ``_decode.decode_responses``). ``complete()`` always uses ``/completions``.
+
+``as_client`` / ``owned_client`` (``_as_client``) turn what callers pass as a client — a ``Client``, a base
+URL, an ``openai.AsyncOpenAI`` — into a ``Client``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import itertools
 import random
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, Unpack, get_args
 
-import aiohttp
-import orjson
-
-from verifiers.clients._decode import decode_chat, decode_completion
-from verifiers.errors import (
-    AuthenticationError,
-    BadRequestError,
-    EndpointUnavailableError,
-    InvalidResponseError,
-    OverlongPromptError,
-    RequestTimeoutError,
-)
+from verifiers.clients._decode import decode_chat, decode_completion, decode_responses
+from verifiers.clients._responses import responses_payload
+from verifiers.clients._transport import Route, TransientError, Transport
+from verifiers.clients.sampling import request_fields
+from verifiers.errors import VerifiersError
 from verifiers.types import Messages, ModelResponse, SamplingArgs, Usage
 
-_RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 521, 522, 524, 529})
-_CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too long", "exceeds the")
+if TYPE_CHECKING:
+    import httpx
+    import openai
+
+#: Which code sends the requests: the fast aiohttp transport, or the ``openai`` SDK.
+Backend: TypeAlias = Literal["aiohttp", "openai"]
+#: Which API chat calls use: Chat Completions, or the Responses API.
+Api: TypeAlias = Literal["chat", "responses"]
+DEFAULT_TIMEOUT = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,31 +70,17 @@ class ClientStats:
     failures: int = 0
 
 
-def _retry_after_seconds(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
+class ClientOptions(TypedDict, total=False):
+    """Keyword arguments of ``Client`` that ``with_options``, ``as_client`` and ``owned_client`` pass on."""
 
-
-def _error_message(raw: bytes) -> str:
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return raw[:300].decode("utf-8", "replace")
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict):
-            return str(err.get("message") or err)[:500]
-        return str(err)[:500]
-    return str(body)[:300]
+    timeout: float | None
+    connect_timeout: float
+    max_retries: int
+    backoff_base: float
+    backoff_max: float
+    max_connections: int
+    headers: Mapping[str, str] | None
+    api: Api
 
 
 class Client:
@@ -88,50 +88,122 @@ class Client:
 
     Several endpoints are replicas of one model: rollouts of one group are pinned to one endpoint
     (``next_endpoint()`` hands out indices round-robin) so a group shares prefix caches.
+
+    ``timeout`` is per attempt (default 600 s; with ``openai_client``, that client's own unless given).
+    ``backend`` defaults to ``"aiohttp"``, or ``"openai"`` when ``http_client`` or ``openai_client`` is
+    given (both are the caller's and never closed here). ``max_connections`` (0 = unlimited) applies to the
+    aiohttp transport; with the SDK, give an ``http_client`` with the limits wanted.
     """
 
     def __init__(
         self,
-        base_url: str | Endpoint | Sequence[str | Endpoint],
+        base_url: str | Endpoint | Sequence[str | Endpoint] | None = None,
         api_key: str | None = None,
         *,
-        timeout: float = 600.0,
+        timeout: float | None = None,
         connect_timeout: float = 30.0,
         max_retries: int = 5,
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
         max_connections: int = 0,
-        headers: dict[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        backend: Backend | None = None,
+        api: Api = "chat",
+        http_client: httpx.AsyncClient | None = None,
+        openai_client: openai.AsyncOpenAI | None = None,
     ) -> None:
-        raw = [base_url] if isinstance(base_url, str | Endpoint) else list(base_url)
+        chosen: Backend = backend or ("openai" if http_client or openai_client else "aiohttp")
+        if chosen not in get_args(Backend):
+            raise ValueError(f"backend must be one of {get_args(Backend)}, not {backend!r}")
+        if api not in get_args(Api):
+            raise ValueError(f"api must be one of {get_args(Api)}, not {api!r}")
+        if chosen == "aiohttp" and (http_client is not None or openai_client is not None):
+            raise ValueError("http_client and openai_client are for backend='openai'")
+        if chosen == "openai" and max_connections:
+            raise ValueError(
+                "max_connections is for backend='aiohttp'; give an http_client with limits instead"
+            )
+        if max_retries < 0:
+            raise ValueError("max_retries must be >= 0")
+        if openai_client is not None:
+            if base_url is not None or http_client is not None:
+                raise ValueError("openai_client brings its own base URL and HTTP client: pass neither")
+            # The key stays inside the SDK client (it may be an Azure key or a token provider).
+            raw: list[str | Endpoint] = [Endpoint(str(openai_client.base_url))]
+        elif base_url is None:
+            raise ValueError("Client needs a base URL (or an openai_client)")
+        else:
+            raw = [base_url] if isinstance(base_url, str | Endpoint) else list(base_url)
         if not raw:
             raise ValueError("Client needs at least one base URL")
         self.endpoints: list[Endpoint] = [
             e if isinstance(e, Endpoint) else Endpoint(str(e), api_key) for e in raw
         ]
-        if max_retries < 0:
-            raise ValueError("max_retries must be >= 0")
-        self.timeout = timeout
+        self.backend: Backend = chosen
+        self.api: Api = api
         self.max_retries = max_retries
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.usage = Usage()
         self.stats = ClientStats()
-        self._timeout = aiohttp.ClientTimeout(total=timeout, sock_connect=connect_timeout)
-        self._max_connections = max_connections
-        self._extra_headers = dict(headers or {})
-        self._headers = [self._make_headers(e) for e in self.endpoints]
         self._rr = itertools.count()
-        self._session: aiohttp.ClientSession | None = None
-        self._session_loop: asyncio.AbstractEventLoop | None = None
         #: Called with (attempt, delay, reason) before each retry sleep; used by progress displays.
         self.on_retry: Callable[[int, float, str], None] | None = None
+        self._options: dict[str, Any] = {
+            "timeout": timeout,
+            "connect_timeout": connect_timeout,
+            "max_retries": max_retries,
+            "backoff_base": backoff_base,
+            "backoff_max": backoff_max,
+            "max_connections": max_connections,
+            "headers": dict(headers) if headers else None,
+            "backend": chosen,
+            "api": api,
+            "http_client": http_client,
+            "openai_client": openai_client,
+        }
+        roots = [e.root for e in self.endpoints]
+        keys = [e.api_key for e in self.endpoints]
+        self._transport: Transport
+        if chosen == "aiohttp":
+            from verifiers.clients._aiohttp import AiohttpTransport
 
-    def _make_headers(self, endpoint: Endpoint) -> dict[str, str]:
-        h = {"Content-Type": "application/json", **self._extra_headers}
-        if endpoint.api_key:
-            h["Authorization"] = f"Bearer {endpoint.api_key}"
-        return h
+            self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+            self._transport = AiohttpTransport(
+                roots,
+                keys,
+                timeout=self.timeout,
+                connect_timeout=connect_timeout,
+                max_connections=max_connections,
+                headers=headers or {},
+            )
+        else:
+            from verifiers.clients._openai_sdk import OpenAISDKTransport, timeout_seconds
+
+            if timeout is not None or openai_client is None:
+                self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+            else:
+                self.timeout = timeout_seconds(openai_client.timeout)[0]
+            self._transport = OpenAISDKTransport(
+                roots,
+                keys,
+                timeout=timeout,
+                connect_timeout=connect_timeout,
+                headers=headers or {},
+                http_client=http_client,
+                sdk_client=openai_client,
+            )
+
+    def with_options(self, **overrides: Unpack[ClientOptions]) -> Client:
+        """A new client for the same endpoints and backend with some settings changed (it has its own
+        connection pool, usage and stats, and is closed on its own)."""
+        opts = {**self._options, **overrides}
+        if opts["openai_client"] is not None:
+            return Client(**opts)
+        return Client(self.endpoints, **opts)
+
+    def __repr__(self) -> str:
+        return f"Client({self.base_urls!r}, backend={self.backend!r}, api={self.api!r})"
 
     @property
     def base_urls(self) -> list[str]:
@@ -141,20 +213,9 @@ class Client:
         """The endpoint index for a new group (round-robin)."""
         return next(self._rr) % len(self.endpoints)
 
-    def _get_session(self) -> aiohttp.ClientSession:
-        loop = asyncio.get_running_loop()
-        if self._session is None or self._session.closed or self._session_loop is not loop:
-            # A session is bound to its event loop; sync wrappers may run us on a fresh loop.
-            connector = aiohttp.TCPConnector(limit=self._max_connections, ttl_dns_cache=300)
-            self._session = aiohttp.ClientSession(connector=connector, timeout=self._timeout)
-            self._session_loop = loop
-        return self._session
-
     async def aclose(self) -> None:
-        session = self._session
-        if session is not None and not session.closed and self._session_loop is asyncio.get_running_loop():
-            await session.close()
-        self._session = None
+        """Close what this client opened (its connection pool; never a caller's SDK or HTTP client)."""
+        await self._transport.aclose()
 
     async def __aenter__(self) -> Client:
         return self
@@ -172,16 +233,24 @@ class Client:
         tools: list[dict[str, Any]] | None = None,
         endpoint: int | None = None,
     ) -> ModelResponse:
-        """One chat completion. Raises a ``verifiers.errors`` error after retries are exhausted."""
+        """One chat completion (or Responses API call, with ``api="responses"``). Raises a
+        ``verifiers.errors`` error after retries are exhausted."""
         idx = self._pick(endpoint)
         ep = self.endpoints[idx]
-        payload: dict[str, Any] = {"model": ep.model or model, "messages": messages}
-        if sampling_args:
-            payload.update(sampling_args)
-        if tools:
-            payload["tools"] = tools
-        body = await self._post(idx, "/chat/completions", payload)
-        resp = decode_chat(body, ep.base_url)
+        fields = request_fields(sampling_args)
+        if self.api == "responses":
+            body = await self._send(
+                idx, "responses", responses_payload(ep.model or model, messages, fields, tools)
+            )
+            resp = decode_responses(body, ep.base_url)
+        else:
+            payload: dict[str, Any] = {"model": ep.model or model, "messages": messages}
+            if fields:
+                payload.update(fields)
+            if tools:
+                payload["tools"] = tools
+            body = await self._send(idx, "chat", payload)
+            resp = decode_chat(body, ep.base_url)
         self.usage.add(resp.prompt_tokens, resp.completion_tokens)
         return resp
 
@@ -193,31 +262,27 @@ class Client:
         sampling_args: SamplingArgs | None = None,
         endpoint: int | None = None,
     ) -> ModelResponse:
-        """One plain (text) completion."""
+        """One plain (text) completion (``/completions``, whatever ``api`` is)."""
         idx = self._pick(endpoint)
         ep = self.endpoints[idx]
         payload: dict[str, Any] = {"model": ep.model or model, "prompt": prompt}
-        if sampling_args:
-            payload.update(sampling_args)
-        body = await self._post(idx, "/completions", payload)
+        payload.update(request_fields(sampling_args))
+        body = await self._send(idx, "completions", payload)
         resp = decode_completion(body, ep.base_url)
         self.usage.add(resp.prompt_tokens, resp.completion_tokens)
         return resp
 
     async def list_models(self, endpoint: int = 0) -> list[str]:
         """Model ids served by an endpoint (``GET /models``); raises like the other calls."""
-        body = await self._request(endpoint, "GET", "/models", None)
+        body = await self._send(endpoint % len(self.endpoints), "models", None)
         data = body.get("data") if isinstance(body, dict) else None
         return [str(m.get("id")) for m in data or [] if isinstance(m, dict)]
 
-    # --- transport ---------------------------------------------------------------------------------
+    # --- retries -----------------------------------------------------------------------------------
     def _pick(self, endpoint: int | None) -> int:
         if endpoint is None:
             return self.next_endpoint()
         return endpoint % len(self.endpoints)
-
-    async def _post(self, idx: int, path: str, payload: dict[str, Any]) -> Any:
-        return await self._request(idx, "POST", path, orjson.dumps(payload))
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -225,69 +290,31 @@ class Client:
         # Full jitter: spreads the retries of many concurrent rollouts so they do not arrive together.
         return random.uniform(0, min(self.backoff_max, self.backoff_base * (2**attempt)))
 
-    async def _request(self, idx: int, method: str, path: str, data: bytes | None) -> Any:
-        ep = self.endpoints[idx]
-        url = ep.root + path
-        headers = self._headers[idx]
-        session = self._get_session()
-        last: str = ""
-        timed_out = False
-        for attempt in range(self.max_retries + 1):
-            retry_after: float | None = None
+    async def _send(self, idx: int, route: Route, payload: dict[str, Any] | None) -> Any:
+        """The one retry policy, whichever transport sends the attempts."""
+        transport = self._transport
+        attempts = self.max_retries + 1
+        last: TransientError | None = None
+        for attempt in range(attempts):
             self.stats.requests += 1
             try:
-                async with session.request(method, url, data=data, headers=headers) as resp:
-                    raw = await resp.read()
-                    status = resp.status
-                    if status == 200:
-                        try:
-                            return orjson.loads(raw)
-                        except orjson.JSONDecodeError:
-                            # A garbled 200 (proxy page, truncated body) is retried like a 5xx.
-                            last = f"undecodable response body: {raw[:120]!r}"
-                            if attempt >= self.max_retries:
-                                self.stats.failures += 1
-                                raise InvalidResponseError(
-                                    f"{url} returned a non-JSON body after {attempt + 1} attempts: {raw[:200]!r}"
-                                ) from None
-                    elif status in _RETRY_STATUS:
-                        last = f"HTTP {status}: {_error_message(raw)}"
-                        retry_after = _retry_after_seconds(resp.headers.get("Retry-After"))
-                    else:
-                        self.stats.failures += 1
-                        raise self._status_error(url, status, raw)
-            except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
-                last = f"connection error: {type(exc).__name__}: {exc}"
-                timed_out = False
-            except TimeoutError:
-                last = f"request timed out after {self.timeout:g}s"
-                timed_out = True
-            if attempt >= self.max_retries:
+                return await transport.send(idx, route, payload)
+            except TransientError as exc:
+                last = exc
+            except VerifiersError:
+                self.stats.failures += 1
+                raise
+            if attempt + 1 >= attempts:
                 break
-            delay = self._backoff(attempt, retry_after)
+            delay = self._backoff(attempt, last.retry_after)
             self.stats.retries += 1
             if self.on_retry is not None:
-                self.on_retry(attempt + 1, delay, last)
+                self.on_retry(attempt + 1, delay, last.reason)
             self.stats.retries_in_flight += 1
             try:
                 await asyncio.sleep(delay)
             finally:
                 self.stats.retries_in_flight -= 1
         self.stats.failures += 1
-        n = self.max_retries + 1
-        if timed_out:
-            raise RequestTimeoutError(f"{url}: {last} ({n} attempts)")
-        raise EndpointUnavailableError(f"{url} failed after {n} attempts; last error: {last}")
-
-    @staticmethod
-    def _status_error(url: str, status: int, raw: bytes) -> Exception:
-        msg = _error_message(raw)
-        if status in (401, 403):
-            return AuthenticationError(
-                f"{url} refused the credentials (HTTP {status}): check the API key variable. {msg}"
-            )
-        if status == 400 and any(h in msg.lower() for h in _CONTEXT_HINTS):
-            return OverlongPromptError(f"prompt too long for the model (HTTP 400): {msg}")
-        if status == 404:
-            return BadRequestError(f"{url} answered 404: check the base URL and model name. {msg}")
-        return BadRequestError(f"{url} rejected the request (HTTP {status}): {msg}")
+        assert last is not None  # the loop runs at least once and only falls through after a failure
+        raise last.final(attempts)

@@ -1,6 +1,5 @@
 """Environments: the rollout protocols (single-turn, multi-turn, tools, sandboxes) and loading."""
 
-from verifiers.envs.dataset import Rows, build_prompt, normalize_row
 from verifiers.envs.env_group import EnvGroup, UnknownRouteError
 from verifiers.envs.environment import Environment
 from verifiers.envs.loading import installed_environments, load_environment, local_environments
@@ -15,7 +14,6 @@ __all__ = [
     "EnvGroup",
     "Environment",
     "MultiTurnEnv",
-    "Rows",
     "SandboxEnv",
     "SingleTurnEnv",
     "StatefulToolEnv",
@@ -25,10 +23,8 @@ __all__ = [
     "ToolEnv",
     "UnknownRouteError",
     "UnknownToolError",
-    "build_prompt",
     "installed_environments",
     "load_environment",
     "local_environments",
-    "normalize_row",
     "stop",
 ]

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from verifiers.clients import Client
+from verifiers.clients.sampling import merge_sampling_args
 from verifiers.envs.environment import Environment
 from verifiers.errors import EnvError
 from verifiers.types import Row, SamplingArgs, State
@@ -40,7 +41,7 @@ class EnvGroup(Environment):
         for name, env in self.envs.items():
             rows = env.rows(split)
             for i in range(len(rows)):
-                row = env.format_row(rows.raw(i), i)
+                row = env.format_row(rows[i], i)
                 row["info"] = {**row["info"], "source_example_id": row["example_id"]}
                 row[self.route_key] = name
                 out.append(row)
@@ -75,12 +76,23 @@ class EnvGroup(Environment):
             client,
             model,
             row,
-            sampling_args={**self.sampling_args, **(sampling_args or {})},
+            sampling_args=sampling_args if sampling_args is not None else self.request_sampling_args(None, row),
             rollout_index=rollout_index,
             endpoint=endpoint,
         )
         state[self.route_key] = row[self.route_key]
         return state
+
+    def request_sampling_args(self, run_args: SamplingArgs | None, row: Row | None = None) -> SamplingArgs:
+        """The row's environment's defaults, under the group's, under the run's."""
+        group_layer = merge_sampling_args(self.sampling_args, run_args)
+        if row is None:
+            return group_layer
+        return self.env_for(row).request_sampling_args(group_layer, row)
+
+    def sampling_families(self, run_args: SamplingArgs | None) -> dict[str, SamplingArgs]:
+        group_layer = merge_sampling_args(self.sampling_args, run_args)
+        return {name: env.request_sampling_args(group_layer) for name, env in self.envs.items()}
 
     async def score_group(self, states: Sequence[State]) -> None:
         if states:

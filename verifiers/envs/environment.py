@@ -6,13 +6,15 @@ import copy
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 from verifiers.clients import Client
-from verifiers.envs.dataset import DatasetBuilder, DatasetLike, Rows, normalize_row
+from verifiers.clients.sampling import merge_sampling_args
+from verifiers.data import DatasetBuilder, DatasetLike, Rows, normalize_row
+from verifiers.eval.config import EvalConfig, RunSettings, resolve_eval_config
 from verifiers.eval.engine import ProgressCallback, RunProgress, ScoreMode, run_generate
-from verifiers.eval.run import EvalRun, run_eval
+from verifiers.eval.launch import run_config
+from verifiers.eval.run import EvalRun
 from verifiers.eval.sync import run_sync
 from verifiers.parsers import Parser
 from verifiers.rubrics import Rubric
@@ -72,7 +74,7 @@ class Environment(ABC):
         self.rubric = rubric or Rubric(parser=self.parser)
         if parser is not None and self.rubric.parser_is_default:
             self.rubric.parser = parser  # reward functions asking for `parser` get the env's
-        self.sampling_args: SamplingArgs = dict(sampling_args or {})
+        self.sampling_args: SamplingArgs = merge_sampling_args(sampling_args)
         self.timeout = timeout
         self.task = task
         self.env_id: str = env_id or type(self).__name__
@@ -80,6 +82,8 @@ class Environment(ABC):
         self.env_content_hash: str = ""
         #: Keyword arguments ``load_environment`` was called with (recorded in run metadata).
         self.env_args: dict[str, Any] = {}
+        #: The package's evaluation defaults (``[tool.verifiers.eval]``), set by ``load_environment``.
+        self.eval_defaults: dict[str, Any] = {}
 
     # --- identity ----------------------------------------------------------------------------------
     def set_identity(
@@ -115,9 +119,7 @@ class Environment(ABC):
     ) -> list[Row]:
         """Normalised rows for a run; deterministic in (num_examples, seed, shuffle, split)."""
         rows = self.rows(split)
-        return [
-            self.format_row(rows.raw(i), i) for i in rows.select(num_examples, seed=seed, shuffle=shuffle)
-        ]
+        return [self.format_row(rows[i], i) for i in rows.indices(num_examples, seed=seed, shuffle=shuffle)]
 
     # --- rollouts ----------------------------------------------------------------------------------
     def init_state(self, row: Row, rollout_index: int) -> State:
@@ -192,8 +194,15 @@ class Environment(ABC):
             "env_version": self.env_version,
         }
 
-    def merged_sampling_args(self, override: SamplingArgs | None) -> SamplingArgs:
-        return {**self.sampling_args, **(override or {})}
+    def request_sampling_args(self, run_args: SamplingArgs | None, row: Row | None = None) -> SamplingArgs:
+        """What a model request of this environment sends: its ``sampling_args`` under the run's
+        (``verifiers.clients.sampling.merge_sampling_args``, the one merge rule). The run engine calls
+        this once per group and hands the result to ``rollout`` unchanged."""
+        return merge_sampling_args(self.sampling_args, run_args)
+
+    def sampling_families(self, run_args: SamplingArgs | None) -> dict[str, SamplingArgs]:
+        """What each request family sends, by name (one family here; one per environment of a group)."""
+        return {self.env_id: self.request_sampling_args(run_args)}
 
     # --- running many rollouts ---------------------------------------------------------------------
     async def a_generate(
@@ -227,43 +236,54 @@ class Environment(ABC):
 
     async def a_evaluate(
         self,
-        client: Client | str,
-        model: str,
+        client: Client | str | None = None,
+        model: str | None = None,
         *,
-        num_examples: int = -1,
-        rollouts_per_example: int = 1,
-        max_concurrent: int = 32,
-        sampling_args: SamplingArgs | None = None,
-        seed: int | None = None,
-        shuffle: bool = False,
-        score: ScoreMode = "group",
-        output_dir: str | Path | None = None,
-        resume: bool = False,
+        config: EvalConfig | None = None,
         progress: RunProgress | None = None,
         on_group: ProgressCallback | None = None,
-        pass_threshold: float = 1.0,
+        **settings: Unpack[RunSettings],
     ) -> EvalRun:
-        """Evaluate on the eval split. With ``output_dir``, results stream to ``results.jsonl`` and
-        ``metadata.json`` there as each group completes, and ``resume=True`` completes a previous run."""
-        async with _own_client(client) as client_obj:
-            return await run_eval(
-                self,
-                client_obj,
-                model,
-                num_examples=num_examples,
-                rollouts_per_example=rollouts_per_example,
-                max_concurrent=max_concurrent,
-                sampling_args=sampling_args,
-                seed=seed,
-                shuffle=shuffle,
-                score=score,
-                output_dir=Path(output_dir) if output_dir is not None else None,
-                resume=resume,
-                progress=progress,
-                on_group=on_group,
-                pass_threshold=pass_threshold,
-            )
+        """Evaluate on the eval split, with the settings ``vf-eval`` resolves the same way
+        (``verifiers.eval.config``: these arguments, then a resumed run's settings, then the package's
+        ``[tool.verifiers.eval]``, then every example × 1 rollout). Results stream to ``results.jsonl``
+        and ``metadata.json`` of the run directory (``output_dir``, default a new one under
+        ./outputs/evals/; ``save_results=False`` keeps them in memory only); ``resume=True`` completes
+        a previous run.
 
-    def evaluate(self, client: Client | str, model: str, **kwargs: Any) -> EvalRun:
+        ``client`` is a ``Client`` (used as is, and stays yours to close), a base URL, or omitted (the
+        config's target: ``model`` may be a registry alias or ``local/smollm2``). ``config`` is a
+        resolved ``EvalConfig`` — pass it instead of ``model`` and the settings."""
+        if config is not None and (settings or model is not None):
+            raise TypeError("pass either config= or model and settings, not both")
+        if config is None:
+            given_settings: dict[str, Any] = dict(settings)
+            if isinstance(client, str):
+                given_settings["base_url"] = client
+            if model is not None:
+                given_settings["model"] = model
+            config = resolve_eval_config(
+                self.env_id, ("argument", given_settings), package_defaults=self.eval_defaults
+            )
+        return await run_config(
+            self,
+            config,
+            client=client if isinstance(client, Client) else None,
+            progress=progress,
+            on_group=on_group,
+        )
+
+    def evaluate(
+        self,
+        client: Client | str | None = None,
+        model: str | None = None,
+        *,
+        config: EvalConfig | None = None,
+        progress: RunProgress | None = None,
+        on_group: ProgressCallback | None = None,
+        **settings: Unpack[RunSettings],
+    ) -> EvalRun:
         """Synchronous ``a_evaluate`` (works inside and outside a running event loop)."""
-        return run_sync(self.a_evaluate(client, model, **kwargs))
+        return run_sync(
+            self.a_evaluate(client, model, config=config, progress=progress, on_group=on_group, **settings)
+        )

@@ -20,6 +20,7 @@ from typing import Any
 
 from verifiers.envs.environment import Environment
 from verifiers.errors import EnvArgumentError, EnvError, EnvNotFoundError
+from verifiers.eval.config import PACKAGE_KEYS
 from verifiers.hub.packaging import content_hash_of_module, module_name, normalize_name
 
 ENTRY_POINT_GROUP = "verifiers.environments"
@@ -167,11 +168,8 @@ def load_environment(env_id: str, **kwargs: Any) -> Environment:
         )
     content_hash = content_hash_of_module(source.module_path) if source.module_path else ""
     env.set_identity(source.env_id, source.version, content_hash, kwargs)
+    env.eval_defaults = _read_eval_defaults(module, source)
     return env
-
-
-#: Keys of ``[tool.verifiers.eval]`` / ``EVAL_DEFAULTS`` that ``vf-eval`` understands, with their types.
-EVAL_DEFAULT_KEYS: dict[str, type] = {"num_examples": int, "rollouts_per_example": int, "sampling_args": dict}
 
 
 def _pyproject_text(source: EnvSource) -> str | None:
@@ -190,6 +188,10 @@ def eval_defaults(env_id: str, *, search_root: Path | None = None) -> dict[str, 
     ``[tool.verifiers.eval]`` table of its pyproject.toml (on disk for local and editable installs, or
     shipped in the wheel's ``.dist-info/extra_metadata/``). Known keys are type-checked; others are kept."""
     module, source = import_environment_module(env_id, search_root=search_root)
+    return _read_eval_defaults(module, source)
+
+
+def _read_eval_defaults(module: ModuleType, source: EnvSource) -> dict[str, Any]:
     out: dict[str, Any] = dict(getattr(module, "EVAL_DEFAULTS", None) or {})
     text = _pyproject_text(source)
     if text:
@@ -198,7 +200,7 @@ def eval_defaults(env_id: str, *, search_root: Path | None = None) -> dict[str, 
         except tomllib.TOMLDecodeError as exc:
             raise EnvError(f"pyproject.toml of {source.env_id!r} is not valid TOML: {exc}") from None
         out.update(table)
-    for key, typ in EVAL_DEFAULT_KEYS.items():
+    for key, typ in PACKAGE_KEYS.items():
         value = out.get(key)
         if value is not None and (not isinstance(value, typ) or isinstance(value, bool)):
             raise EnvError(f"eval default {key!r} of {source.env_id!r} must be {typ.__name__}, not {value!r}")

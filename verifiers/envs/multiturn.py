@@ -167,7 +167,8 @@ class MultiTurnEnv(Environment):
         endpoint: int | None = None,
     ) -> State:
         state = self.init_state(row, rollout_index)
-        args = self.merged_sampling_args(sampling_args)
+        # The engine passes what the request family sends; a direct call gets this environment's own.
+        args = sampling_args if sampling_args is not None else self.request_sampling_args(None, row)
         deadline = asyncio.timeout(self.timeout)  # None: no budget
         try:
             try:

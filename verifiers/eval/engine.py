@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from verifiers.clients import Client
+from verifiers.clients.sampling import cap_max_tokens
 from verifiers.errors import error_record
 from verifiers.types import Row, SamplingArgs, State
 
@@ -47,12 +48,18 @@ class RolloutEnv(Protocol):
 
     def init_state(self, row: Row, rollout_index: int) -> State: ...
 
+    def request_sampling_args(self, run_args: SamplingArgs | None, row: Row | None = None) -> SamplingArgs:
+        """What a model request of ``row``'s family sends: the environment's defaults under the run's."""
+        ...
+
 
 @dataclass
 class RunProgress:
     """Live counters of a run, mutated by the engine and read by progress displays."""
 
     total: int = 0
+    #: Rollouts whose generation finished (scored or not yet); ``done`` counts scored groups' rollouts.
+    generated: int = 0
     done: int = 0
     scored: int = 0
     reward_sum: float = 0.0
@@ -73,7 +80,7 @@ class RunProgress:
     def rate(self) -> float:
         """Rollouts per second produced by this run since it started generating."""
         elapsed = time.monotonic() - self.started
-        return (self.done - self.preloaded) / elapsed if elapsed > 0 else 0.0
+        return (self.generated - self.preloaded) / elapsed if elapsed > 0 else 0.0
 
     @property
     def retries_in_flight(self) -> int:
@@ -124,6 +131,7 @@ class _Scheduler:
         score: ScoreMode,
         on_group: ProgressCallback | None,
         progress: RunProgress,
+        max_tokens_limit: int | None = None,
     ) -> None:
         if max_concurrent < 1:
             raise ValueError("max_concurrent must be at least 1")
@@ -131,12 +139,13 @@ class _Scheduler:
             raise ValueError(f"score must be 'group' or 'rollout', not {score!r}")
         self.env, self.client, self.model = env, client, model
         self.sem = asyncio.Semaphore(max_concurrent)
-        self.sampling_args = sampling_args  # the environment merges its own defaults under these
+        self.sampling_args = sampling_args  # the run's layer; each group resolves its family's once
+        self.max_tokens_limit = max_tokens_limit
         self.score = score
         self.on_group = on_group
         self.progress = progress
 
-    async def _one(self, row: Row, index: int, endpoint: int) -> State:
+    async def _one(self, row: Row, index: int, endpoint: int, args: SamplingArgs) -> State:
         p = self.progress
         async with self.sem:
             p.in_flight += 1
@@ -148,7 +157,7 @@ class _Scheduler:
                     self.client,
                     self.model,
                     row,
-                    sampling_args=self.sampling_args,
+                    sampling_args=args,
                     rollout_index=index,
                     endpoint=endpoint,
                 )
@@ -158,6 +167,7 @@ class _Scheduler:
                 state["stop_condition"] = "error"
             finally:
                 p.in_flight -= 1
+            p.generated += 1
             state["timing"]["generation"] = time.perf_counter() - t0
         if self.score == "rollout":
             await score_safely(self.env.score_rollout, state)
@@ -165,11 +175,14 @@ class _Scheduler:
 
     async def group(self, plan: GroupPlan) -> list[State]:
         endpoint = self.client.next_endpoint()
+        args = cap_max_tokens(
+            self.env.request_sampling_args(self.sampling_args, plan.row), self.max_tokens_limit
+        )
         if len(plan.rollout_indices) == 1:
-            states = [await self._one(plan.row, plan.rollout_indices[0], endpoint)]
+            states = [await self._one(plan.row, plan.rollout_indices[0], endpoint, args)]
         else:
             states = list(
-                await asyncio.gather(*(self._one(plan.row, i, endpoint) for i in plan.rollout_indices))
+                await asyncio.gather(*(self._one(plan.row, i, endpoint, args) for i in plan.rollout_indices))
             )
         if self.score == "group":
             await score_safely(self.env.score_group, states)
@@ -194,6 +207,7 @@ async def schedule(
     on_group: ProgressCallback | None = None,
     progress: RunProgress | None = None,
     collect: bool = True,
+    max_tokens_limit: int | None = None,
 ) -> list[list[State]]:
     """Run every planned group; at most ``max_concurrent`` rollouts are generating at any moment.
 
@@ -213,6 +227,7 @@ async def schedule(
         score=score,
         on_group=on_group,
         progress=progress,
+        max_tokens_limit=max_tokens_limit,
     )
     per_group = max(1, max((len(p.rollout_indices) for p in plans), default=1))
     window = asyncio.Semaphore(2 * math.ceil(max_concurrent / per_group) + 1)

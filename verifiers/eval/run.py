@@ -9,18 +9,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import orjson
+
 from verifiers.clients import Client
+from verifiers.clients.sampling import cap_max_tokens
 from verifiers.eval.engine import GroupPlan, ProgressCallback, RolloutEnv, RunProgress, ScoreMode, schedule
 from verifiers.eval.metrics import RunAggregate
 from verifiers.eval.results import RunDirectory, unique_records, utc_now
+from verifiers.eval.runs import ResumeMismatchError
 from verifiers.types import Row, RunCounts, RunMetadata, RunStatus, SamplingArgs, State
 
 #: How often (at most) metadata.json is rewritten while a run progresses.
 METADATA_INTERVAL_S = 1.0
-
-
-class ResumeMismatchError(ValueError):
-    """The run directory to resume belongs to a different environment, model or run plan."""
 
 
 class EvaluableEnv(RolloutEnv, Protocol):
@@ -30,6 +30,8 @@ class EvaluableEnv(RolloutEnv, Protocol):
     env_version: str
     env_content_hash: str
     env_args: dict[str, Any]
+    #: Wall-clock budget per rollout in seconds (``None``: none).
+    timeout: float | None
 
     def select_rows(
         self, num_examples: int = -1, *, seed: int | None = None, shuffle: bool = False, split: str = "eval"
@@ -37,7 +39,9 @@ class EvaluableEnv(RolloutEnv, Protocol):
 
     def result_record(self, state: State) -> dict[str, Any]: ...
 
-    def merged_sampling_args(self, override: SamplingArgs | None) -> SamplingArgs: ...
+    def sampling_families(self, run_args: SamplingArgs | None) -> dict[str, SamplingArgs]:
+        """What each request family (one per environment of a group) sends, by name."""
+        ...
 
 
 @dataclass
@@ -77,6 +81,7 @@ def _check_resume(meta: RunMetadata, want: RunMetadata, path: Path) -> None:
         "shuffle": (meta.shuffle, want.shuffle),
         "env_args": (meta.env_args, want.env_args),
         "sampling_args": (meta.sampling_args, want.sampling_args),
+        "sampling_args_by_env": (meta.sampling_args_by_env, want.sampling_args_by_env),
     }
     diffs = [f"{k}: run has {a!r}, now {b!r}" for k, (a, b) in checks.items() if a != b]
     if diffs:
@@ -102,11 +107,28 @@ async def run_eval(
     progress: RunProgress | None = None,
     on_group: ProgressCallback | None = None,
     pass_threshold: float = 1.0,
+    max_tokens_limit: int | None = None,
 ) -> EvalRun:
+    """Run (or, with ``resume``, complete) an evaluation of ``env`` and keep its run directory.
+
+    ``sampling_args`` is the run's layer: each request family sends its environment's defaults under it
+    (capped at ``max_tokens_limit``), and that is what the metadata records — ``sampling_args`` when every
+    family sends the same, else the families' by name in ``sampling_args_by_env`` (with the run's layer
+    in ``sampling_args``)."""
     if rollouts_per_example < 1:
         raise ValueError("rollouts_per_example must be at least 1")
     rows = env.select_rows(num_examples, seed=seed, shuffle=shuffle)
-    merged_sampling = env.merged_sampling_args(sampling_args)
+    families = {
+        name: cap_max_tokens(args, max_tokens_limit)
+        for name, args in env.sampling_families(sampling_args).items()
+    }
+    distinct = {orjson.dumps(a, option=orjson.OPT_SORT_KEYS) for a in families.values()}
+    by_env: dict[str, SamplingArgs] = families if len(distinct) > 1 else {}
+    recorded = (
+        next(iter(families.values()))
+        if len(distinct) == 1
+        else cap_max_tokens(env.request_sampling_args(sampling_args), max_tokens_limit)
+    )
     meta = RunMetadata(
         env_id=env.env_id,
         env_version=env.env_version,
@@ -115,7 +137,8 @@ async def run_eval(
         env_args=env.env_args,
         model=model,
         base_url=client.base_urls if len(client.base_urls) > 1 else client.base_urls[0],
-        sampling_args=merged_sampling,
+        sampling_args=dict(recorded),
+        sampling_args_by_env={k: dict(v) for k, v in by_env.items()},
         num_examples=len(rows),
         rollouts_per_example=rollouts_per_example,
         seed=seed,
@@ -179,6 +202,7 @@ async def run_eval(
 
     if progress is not None:
         progress.done += len(previous)
+        progress.generated += len(previous)
         progress.total += len(previous)
         progress.preloaded += len(previous)
         progress.started = time.monotonic()  # the rate counts from here, not from setup before the run
@@ -200,6 +224,7 @@ async def run_eval(
                 on_group=handle_group,
                 progress=progress,
                 collect=False,
+                max_tokens_limit=max_tokens_limit,
             )
         finally:
             await env.teardown()

@@ -7,7 +7,8 @@ Configuration, most specific first:
   the URL stored next to it, so pointing ``VF_HUB_URL`` elsewhere never leaks it.
 
 The config file is written by ``vf-hub login``: ``<user config dir>/verifiers-hub/config.toml`` (or
-``$VF_HUB_CONFIG``), mode 0600.
+``$VF_HUB_CONFIG``), mode 0600. The answer models, ``HubClientError`` and the config file code live in
+``verifiers.hub.wire``, which the hub uses too; they are re-exported here.
 """
 
 from __future__ import annotations
@@ -15,73 +16,52 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import quote, urlsplit, urlunsplit
 
-import platformdirs
-import tomli_w
-from pydantic import BaseModel, ConfigDict
+from verifiers.hub.wire import (
+    EnvironmentDetail,
+    HubClientError,
+    HubFile,
+    ResolvedVersion,
+    SearchPage,
+    SortKey,
+    VersionDetail,
+    VersionInfo,
+    Visibility,
+    WhoAmI,
+    clean_url,
+    config_path,
+    load_config_file,
+    problem_detail,
+    save_config,
+)
 
 if TYPE_CHECKING:
     import httpx
 
+__all__ = [
+    "DEFAULT_URL",
+    "EnvironmentDetail",
+    "HubClient",
+    "HubClientError",
+    "HubConfig",
+    "HubFile",
+    "ResolvedVersion",
+    "SearchPage",
+    "VersionDetail",
+    "VersionInfo",
+    "WhoAmI",
+    "config_path",
+    "load_config_file",
+    "save_config",
+]
+
 DEFAULT_URL = "http://127.0.0.1:8000"
-
-
-class HubClientError(Exception):
-    """A refused or failed hub request; ``status_code`` is None when the hub could not be reached."""
-
-    def __init__(self, message: str, status_code: int | None = None) -> None:
-        super().__init__(message)
-        self.status_code = status_code
-
-
-# --- configuration ----------------------------------------------------------------------------------
-def config_path() -> Path:
-    override = os.environ.get("VF_HUB_CONFIG")
-    if override:
-        return Path(override)
-    return Path(platformdirs.user_config_dir("verifiers-hub", appauthor=False)) / "config.toml"
-
-
-def load_config_file() -> dict[str, str]:
-    path = config_path()
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        return {}
-    except tomllib.TOMLDecodeError as exc:
-        raise HubClientError(f"{path} is not valid TOML: {exc}") from None
-    return {k: str(v) for k, v in data.items() if k in ("url", "token")}
-
-
-def save_config(url: str, token: str) -> Path:
-    """Write URL and token to the config file, readable by the user only (written atomically)."""
-    path = config_path()
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".config-")
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            tomli_w.dump({"url": _clean_url(url), "token": token}, f)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def _clean_url(url: str) -> str:
-    url = url.strip().rstrip("/")
-    if not url.startswith(("http://", "https://")):
-        raise HubClientError(f"hub URL {url!r} must start with http:// or https://")
-    return url
 
 
 @dataclass(frozen=True)
@@ -92,89 +72,12 @@ class HubConfig:
     @classmethod
     def load(cls, url: str | None = None, token: str | None = None) -> HubConfig:
         stored = load_config_file()
-        chosen = _clean_url(url or os.environ.get("VF_HUB_URL") or stored.get("url") or DEFAULT_URL)
+        chosen = clean_url(url or os.environ.get("VF_HUB_URL") or stored.get("url") or DEFAULT_URL)
         if token is None:
             token = os.environ.get("VF_HUB_TOKEN") or None
-        if token is None and stored.get("token") and _clean_url(stored.get("url", DEFAULT_URL)) == chosen:
+        if token is None and stored.get("token") and clean_url(stored.get("url", DEFAULT_URL)) == chosen:
             token = stored["token"]
         return cls(url=chosen, token=token)
-
-
-# --- response models (the client's view; unknown fields are ignored) ---------------------------------
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class HubFile(_Model):
-    filename: str
-    kind: Literal["bdist_wheel", "sdist"]
-    sha256: str
-    size: int
-    url: str
-    uploaded_at: datetime
-
-
-class VersionInfo(_Model):
-    version: str
-    summary: str = ""
-    yanked: bool
-    yanked_reason: str = ""
-    requires_python: str | None
-    dependencies: list[str]
-    content_hash: str
-    created_at: datetime
-    files: list[HubFile]
-
-
-class PublishedVersion(VersionInfo):
-    environment: str
-    uploader: str | None = None
-
-
-class ResolvedVersion(_Model):
-    owner: str
-    name: str
-    full_name: str
-    module: str
-    version: str
-    yanked: bool
-    content_hash: str
-    requires_python: str | None
-    dependencies: list[str]
-    files: list[HubFile]
-
-    def file(self, kind: Literal["bdist_wheel", "sdist"]) -> HubFile | None:
-        return next((f for f in self.files if f.kind == kind), None)
-
-
-class EnvironmentInfo(_Model):
-    owner: str
-    name: str
-    full_name: str
-    module: str
-    description: str
-    tags: list[str]
-    visibility: Literal["public", "private"]
-    latest_version: str | None
-    downloads: int
-    stars: int
-    created_at: datetime
-    updated_at: datetime
-    versions: list[VersionInfo] = []
-
-
-class SearchResult(_Model):
-    items: list[EnvironmentInfo]
-    total: int
-    page: int
-    per_page: int
-
-
-class WhoAmI(_Model):
-    username: str
-    is_admin: bool
-    scopes: list[str]
-    namespaces: list[str]
 
 
 # --- the client -----------------------------------------------------------------------------------------
@@ -220,12 +123,7 @@ class HubClient:
             raise HubClientError(f"cannot reach the hub at {self.url}: {exc}") from None
         if response.is_success:
             return response
-        try:
-            detail = response.json().get("detail", response.text)
-        except ValueError:
-            detail = response.text
-        if isinstance(detail, list):  # FastAPI validation errors
-            detail = "; ".join(str(d.get("msg", d)) for d in detail if isinstance(d, dict))
+        detail = problem_detail(response.text)
         raise HubClientError(f"{method} {path}: HTTP {response.status_code}: {detail}", response.status_code)
 
     # --- URLs ---
@@ -251,8 +149,8 @@ class HubClient:
             self._request("GET", "/api/v1/resolve", params={"spec": spec}).json()
         )
 
-    def environment(self, owner: str, name: str) -> EnvironmentInfo:
-        return EnvironmentInfo.model_validate(
+    def environment(self, owner: str, name: str) -> EnvironmentDetail:
+        return EnvironmentDetail.model_validate(
             self._request("GET", f"/api/v1/environments/{owner}/{name}").json()
         )
 
@@ -262,14 +160,15 @@ class HubClient:
         *,
         tags: Iterable[str] = (),
         owner: str | None = None,
-        sort: Literal["downloads", "stars", "updated", "name"] = "downloads",
+        sort: SortKey = "downloads",
         page: int = 1,
         per_page: int = 20,
-    ) -> SearchResult:
+    ) -> SearchPage:
+        """One page of the environments this client may see, filtered like the web UI's search."""
         params: dict[str, Any] = {"q": q, "tag": list(tags), "sort": sort, "page": page, "per_page": per_page}
         if owner:
             params["owner"] = owner
-        return SearchResult.model_validate(self._request("GET", "/api/v1/environments", params=params).json())
+        return SearchPage.model_validate(self._request("GET", "/api/v1/environments", params=params).json())
 
     def publish(
         self,
@@ -278,9 +177,9 @@ class HubClient:
         wheel: Path,
         sdist: Path,
         *,
-        visibility: Literal["public", "private"] | None = None,
+        visibility: Visibility | None = None,
         content_hash: str | None = None,
-    ) -> PublishedVersion:
+    ) -> VersionDetail:
         data: dict[str, str] = {}
         if visibility:
             data["visibility"] = visibility
@@ -294,38 +193,16 @@ class HubClient:
             response = self._request(
                 "POST", f"/api/v1/environments/{owner}/{name}/versions", data=data, files=files
             )
-        return PublishedVersion.model_validate(response.json())
+        return VersionDetail.model_validate(response.json())
 
     def yank(self, owner: str, name: str, version: str, reason: str = "") -> VersionInfo:
+        """Take a version out of resolution (still downloadable, and installable when pinned with ``==``)."""
         path = f"/api/v1/environments/{owner}/{name}/versions/{version}/yank"
         return VersionInfo.model_validate(self._request("POST", path, json={"reason": reason}).json())
 
     def unyank(self, owner: str, name: str, version: str) -> VersionInfo:
         path = f"/api/v1/environments/{owner}/{name}/versions/{version}/unyank"
         return VersionInfo.model_validate(self._request("POST", path).json())
-
-    def upload_eval(
-        self,
-        owner: str,
-        name: str,
-        version: str,
-        *,
-        model: str,
-        avg_reward: float,
-        num_examples: int,
-        rollouts_per_example: int,
-        pass_at_k: dict[str, float] | None = None,
-    ) -> dict[str, Any]:
-        body = {
-            "model": model,
-            "avg_reward": avg_reward,
-            "num_examples": num_examples,
-            "rollouts_per_example": rollouts_per_example,
-            "pass_at_k": pass_at_k or {},
-        }
-        path = f"/api/v1/environments/{owner}/{name}/versions/{version}/evals"
-        result: dict[str, Any] = self._request("POST", path, json=body).json()
-        return result
 
     def download(self, file: HubFile, dest_dir: Path) -> Path:
         """Download ``file`` into ``dest_dir``, checking its sha256; returns the path."""
@@ -337,7 +214,10 @@ class HubClient:
         try:
             with os.fdopen(fd, "wb") as out, self._http.stream("GET", file.url) as response:
                 if not response.is_success:
-                    raise HubClientError(f"GET {file.url}: HTTP {response.status_code}", response.status_code)
+                    detail = problem_detail(response.read().decode(errors="replace"))
+                    raise HubClientError(
+                        f"GET {file.url}: HTTP {response.status_code}: {detail}", response.status_code
+                    )
                 for chunk in response.iter_bytes():
                     digest.update(chunk)
                     out.write(chunk)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from verifiers.clients.client import Client
+from verifiers.clients.sampling import merge_sampling_args
 from verifiers.errors import JudgeUnavailableError, ScoringError, VerifiersError
 from verifiers.parsers.parser import Parser, question_text
 from verifiers.parsers.think import MaybeThinkParser
@@ -179,7 +180,7 @@ class JudgeRubric(Rubric):
         self.judge_prompt = template
         self.verdict_format: VerdictFormat = verdict_format
         self.judge_sampling_args: SamplingArgs = (
-            {"temperature": 0.0} if judge_sampling_args is None else dict(judge_sampling_args)
+            {"temperature": 0.0} if judge_sampling_args is None else merge_sampling_args(judge_sampling_args)
         )
         self._client = judge_client
         self._owns_client = judge_client is None

@@ -22,7 +22,6 @@ Nothing starts at import or construction: workers are spawned by ``start()`` or 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import concurrent.futures as cf
 import math
 import os
@@ -39,6 +38,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Literal
 
+from verifiers._exit_hooks import register_exit_hook
 from verifiers.errors import ScoringError
 
 VerifyStatus = Literal["ok", "timeout", "crashed", "error"]
@@ -133,8 +133,8 @@ class _Slot:
 _LIVE_POOLS: weakref.WeakSet[MathVerifyPool] = weakref.WeakSet()
 
 
-@atexit.register
 def _close_live_pools() -> None:
+    """At exit: kill the workers of pools nobody closed."""
     for pool in list(_LIVE_POOLS):
         pool.close(wait=False)
 
@@ -192,6 +192,7 @@ class MathVerifyPool:
             if self._started:
                 return
             self._started = True
+            register_exit_hook("verifiers.rubrics.math_pool", _close_live_pools)
             _LIVE_POOLS.add(self)
             for slot in self._slots:
                 slot.thread = threading.Thread(

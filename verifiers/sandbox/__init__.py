@@ -12,20 +12,17 @@ async with SandboxPool(backend, size=4) as pool:
 ```
 
 See ``docs/sandbox.md`` for the isolation each backend gives and its known gaps. This package is a leaf:
-it imports nothing from ``verifiers`` but ``errors`` (and is imported by the sandbox environments only).
+it imports nothing from ``verifiers`` but ``errors`` and ``_exit_hooks`` (and is imported by the sandbox
+environments only).
 """
 
 from verifiers.errors import SandboxError
-from verifiers.sandbox._backends import (
-    BwrapBackend,
-    LocalBackend,
-    RunscBackend,
-    SandboxBackend,
-    available_backends,
-    get_backend,
-    reap_orphans,
-)
+from verifiers.sandbox._base import SandboxBackend
+from verifiers.sandbox._bwrap import BwrapBackend
+from verifiers.sandbox._local import LocalBackend
 from verifiers.sandbox._pool import LazySandboxPool, SandboxPool
+from verifiers.sandbox._registry import available_backends, get_backend, reap_orphans
+from verifiers.sandbox._runsc import RunscBackend
 from verifiers.sandbox._sandbox import Sandbox
 from verifiers.sandbox._types import ExecResult, SandboxLimits
 

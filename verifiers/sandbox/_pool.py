@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from types import TracebackType
 from typing import Any
 
 from verifiers.errors import SandboxError
-from verifiers.sandbox._backends import SandboxBackend, get_backend
+from verifiers.sandbox._base import SandboxBackend
+from verifiers.sandbox._registry import get_backend
 from verifiers.sandbox._sandbox import Sandbox
 from verifiers.sandbox._types import SandboxLimits
 
@@ -82,7 +83,7 @@ class SandboxPool:
             await self.close()
             raise SandboxError(f"sandbox pool could not start: {error}") from error
 
-    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

@@ -9,20 +9,19 @@ whose owner is gone.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import shutil
-import signal
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from verifiers.errors import SandboxError
+from verifiers.sandbox._procs import pid_is, proc_start_time
 
 log = logging.getLogger("verifiers.sandbox")
 
@@ -43,66 +42,6 @@ def ensure_state_root() -> Path:
             f"sandbox state dir {root} must be a directory owned by uid {os.geteuid()} and not writable by others"
         )
     return root
-
-
-def proc_start_time(pid: int) -> int | None:
-    """The kernel's start time of ``pid`` (clock ticks since boot), or None if it does not exist."""
-    try:
-        data = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    fields = data[data.rfind(b")") + 2 :].split()
-    # Field 22 of stat is starttime; we split after field 2 (comm), so it is at index 19.
-    return int(fields[19])
-
-
-def proc_cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
-def pid_is(pid: int | None, start: int | None) -> bool:
-    """Whether ``pid`` is still the very process that had start time ``start``."""
-    return pid is not None and start is not None and proc_start_time(pid) == start
-
-
-def kill_if(pid: int | None, start: int | None, marker: str | None = None) -> None:
-    """SIGKILL ``pid`` only if it is still the recorded process (and its command line has ``marker``)."""
-    if not pid_is(pid, start) or pid is None:
-        return
-    if marker is not None and marker not in proc_cmdline(pid):
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, signal.SIGKILL)
-
-
-def processes_with_env(marker: str) -> list[int]:
-    """Pids whose environment holds ``marker`` (e.g. ``VF_SANDBOX_ID=<id>``), for local sandboxes."""
-    needle = marker.encode() + b"\0"
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            env = Path(f"/proc/{name}/environ").read_bytes()
-        except OSError:
-            continue
-        if needle in env or env.endswith(needle[:-1]):
-            out.append(int(name))
-    return out
-
-
-def processes_of_uid(uid: int) -> list[int]:
-    """Pids of the processes running as ``uid`` (a bwrap sandbox's private uid, a local sandbox's user)."""
-    out = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            with contextlib.suppress(OSError):
-                if os.stat(f"/proc/{name}").st_uid == uid:
-                    out.append(int(name))
-    return out
 
 
 @dataclass
@@ -160,20 +99,17 @@ def iter_states() -> Iterator[StateDir]:
             yield StateDir.load(child)
 
 
-#: backend name -> function that hard-kills what a state record describes (registered by the backends).
-TEARDOWN: dict[str, Callable[[StateDir], None]] = {}
-
-
-def reap_orphans() -> list[str]:
+def reap_orphans(teardowns: Mapping[str, Callable[[StateDir], None]]) -> list[str]:
     """Tear down every sandbox whose owner process is gone; returns the ids removed.
 
-    Safe to call at any time from any process: sandboxes of live owners are left alone.
+    ``teardowns`` maps a backend name to the function that hard-kills what its records describe. Safe to
+    call at any time from any process: sandboxes of live owners are left alone.
     """
     reaped = []
     for sd in iter_states():
         if sd.owner_alive():
             continue
-        teardown = TEARDOWN.get(str(sd.meta.get("backend")))
+        teardown = teardowns.get(str(sd.meta.get("backend")))
         try:
             if teardown is not None:
                 teardown(sd)

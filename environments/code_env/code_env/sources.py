@@ -1,5 +1,5 @@
 """Problem sources: the bundled sample, a local ``.jsonl`` / ``.json`` / ``.parquet`` file, or
-``PrimeIntellect/INTELLECT-3-RL`` (subset ``code``), read through the shared ``vf.sources`` helpers.
+``PrimeIntellect/INTELLECT-3-RL`` (subset ``code``), read through the shared ``vf.data`` helpers.
 
 Every source yields the same dataset rows: the prompt (instruction + problem statement) as ``question``
 and the tests, already cut down to at most ``max_tests``, in ``info["tests"]``.
@@ -20,7 +20,7 @@ INSTRUCTION = "Solve the programming task below in a Python markdown code block.
 HF_SUBSET = "code"
 #: ``source=`` values that are not paths.
 SAMPLE = "sample"
-INTELLECT3 = "intellect-3"  # "intellect3" works too (vf.sources.is_intellect3)
+INTELLECT3 = "intellect-3"  # "intellect3" works too (vf.data.is_intellect3)
 HUB_INSTALL_HINT = "pip install 'code-env[hub]'"
 
 
@@ -45,10 +45,10 @@ def to_row(record: Mapping[str, Any], index: int, *, max_tests: int, seed: int) 
     Other keys of the record (``id``, ``title``, ``source``…) are kept in ``info``; ``reference`` and
     ``wrong`` solutions (the bundled sample's) are not, so a model never sees them.
     """
-    info = vf.sources.decode_json(record.get("info")) or {}
+    info = vf.data.decode_json(record.get("info")) or {}
     if not isinstance(info, Mapping):
         info = {}
-    raw_tests = vf.sources.decode_json(record.get("tests", info.get("tests")))
+    raw_tests = vf.data.decode_json(record.get("tests", info.get("tests")))
     # decode_json keeps text that is not JSON as {"raw": text}: no tests either
     if not isinstance(raw_tests, Mapping) or "inputs" not in raw_tests:
         raise ValueError(f"problem {index} has no tests (expected a 'tests' object with inputs and outputs)")
@@ -71,37 +71,32 @@ def to_row(record: Mapping[str, Any], index: int, *, max_tests: int, seed: int) 
 def sample_records() -> tuple[dict[str, Any], ...]:
     """The bundled problems, each with its ``reference`` and ``wrong`` solution."""
     with resources.as_file(resources.files("code_env") / "data" / "sample.jsonl") as path:
-        return tuple(vf.sources.read_records(path))
+        return tuple(vf.data.read_records(path))
 
 
 def check_source(source: str) -> None:
     """Fail early (at load time, not mid-run) on a ``source`` that names nothing."""
-    if source == SAMPLE or vf.sources.is_intellect3(source) or vf.sources.local_path(source) is not None:
-        return
-    raise ValueError(
-        f"source must be {SAMPLE!r}, {INTELLECT3!r} or the path of an existing .jsonl, .json or .parquet "
-        f"file, not {source!r}"
-    )
+    vf.data.source_kind(source, (SAMPLE, INTELLECT3))
 
 
 def dataset_builder(
     source: str, *, max_tests: int, seed: int, split: str = "train"
-) -> Callable[[], vf.sources.LazyRows]:
+) -> Callable[[], vf.data.Rows]:
     """A builder for ``Environment(eval_dataset=...)``: nothing is read until the rows are needed."""
 
     def convert(record: Mapping[str, Any], index: int) -> dict[str, Any]:
         return to_row(record, index, max_tests=max_tests, seed=seed)
 
-    def build() -> vf.sources.LazyRows:
+    def build() -> vf.data.Rows:
         if source == SAMPLE:
             records: Any = sample_records()
-        elif vf.sources.is_intellect3(source):
-            records = vf.sources.hf_records(
-                vf.sources.INTELLECT3_DATASET, HF_SUBSET, split=split, install_hint=HUB_INSTALL_HINT
+        elif vf.data.is_intellect3(source):
+            records = vf.data.hf_records(
+                vf.data.INTELLECT3_DATASET, HF_SUBSET, split=split, install_hint=HUB_INSTALL_HINT
             )
         else:
             check_source(source)
-            records = vf.sources.read_records(source)
-        return vf.sources.LazyRows(records, convert)
+            records = vf.data.read_records(source)
+        return vf.data.Rows(records, convert)
 
     return build

@@ -174,7 +174,7 @@ def build_environment(
         builder = from_reasoning_gym
 
     else:
-        if source != "synlogic" and vf.sources.local_path(source) is None:
+        if source != "synlogic" and vf.data.local_path(source) is None:
             raise ValueError(
                 f"source must be 'generated', 'synlogic', 'reasoning_gym' or a .jsonl/.json/.parquet file; "
                 f"{source!r} is none of these"

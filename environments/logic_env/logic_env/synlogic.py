@@ -26,7 +26,7 @@ from verifiers import extract_boxed_answer
 
 log = logging.getLogger(__name__)
 
-HUB_SUBSET = "logic"  # of vf.sources.INTELLECT3_DATASET
+HUB_SUBSET = "logic"  # of vf.data.INTELLECT3_DATASET
 INSTALL_HINT = "pip install 'logic-env[synlogic]'"
 
 _LETTER_EQUATION = re.compile(r"\b([A-Z]+(?:\s*[+\-*]\s*[A-Z]+)+)\s*=\s*([A-Z]+)\b")
@@ -220,10 +220,10 @@ def read_source(source: str, split: str) -> Iterable[Mapping[str, Any]]:
     """Rows from the hub (``source="synlogic"``, needs ``datasets``) or a local ``.jsonl`` / ``.json``
     (a list) / ``.parquet`` file (the standard library / pyarrow: no ``datasets`` needed)."""
     if source == "synlogic":
-        return vf.sources.hf_records(  # type: ignore[no-any-return]
-            vf.sources.INTELLECT3_DATASET, HUB_SUBSET, split=split, install_hint=INSTALL_HINT
+        return vf.data.hf_records(  # type: ignore[no-any-return]
+            vf.data.INTELLECT3_DATASET, HUB_SUBSET, split=split, install_hint=INSTALL_HINT
         )
-    return vf.sources.read_records(source)  # type: ignore[no-any-return]
+    return vf.data.read_records(source)  # type: ignore[no-any-return]
 
 
 def build_rows(

@@ -21,7 +21,7 @@ from tests.env_testing import fake_datasets
 from tests.scripted_server import Reply, ScriptedServer
 
 FIXTURE = Path(__file__).parent / "fixtures" / "synlogic_sample.jsonl"
-RECORDS = vf.sources.read_records(FIXTURE)
+RECORDS = vf.data.read_records(FIXTURE)
 SUPPORTED = [
     "game_of_24",
     "game_of_24",

@@ -13,7 +13,15 @@ from typing import Annotated, Literal
 from pydantic import Field, validate_call
 
 import verifiers as vf
-from math_env.sources import DEFAULT_SOLVE_RATE_COLUMN, builder
+from math_env.sources import (
+    DEFAULT_SOLVE_RATE_COLUMN,
+    GENERATED,
+    HF_SUBSET,
+    INSTALL_HINT,
+    SAMPLE,
+    generated_records,
+    sample_records,
+)
 from verifiers.rubrics import judge_from_args
 
 __all__ = ["INSTRUCTION", "load_environment"]
@@ -82,15 +90,20 @@ def load_environment(
         max_answer_chars: longer answers score 0 without verification.
         verify_workers: math-verify worker processes (default: CPU count, at most 4).
     """
-    build = builder(
+    build = vf.data.qa_dataset(  # checks the source and range now, reads at first use
         source,
+        task="math",
+        hub_subset=HF_SUBSET,
+        bundled={
+            SAMPLE: sample_records,
+            GENERATED: generated_records(num_examples, seed=seed, difficulty=difficulty),
+        },
+        install_hint=INSTALL_HINT,
         question_key=question_key,
         answer_key=answer_key,
-        instruction=instruction,
+        format_question=lambda question: f"{question}\n\n{instruction}" if instruction else question,
         split=split,
         num_examples=num_examples,
-        seed=seed,
-        difficulty=difficulty,
         solve_rate_column=solve_rate_column,
         min_solve_rate=min_solve_rate,
         max_solve_rate=max_solve_rate,

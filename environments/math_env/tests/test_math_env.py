@@ -127,7 +127,7 @@ async def test_hostile_completions_score_zero_quickly() -> None:
 
 # --- sources -------------------------------------------------------------------------------------------
 def fixture_records() -> list[dict[str, Any]]:
-    return vf.sources.read_records(FIXTURE)
+    return vf.data.read_records(FIXTURE)
 
 
 def test_local_jsonl_with_renamed_keys(tmp_path: Path) -> None:
@@ -175,7 +175,7 @@ def test_intellect3_loader_through_the_same_filter(fake_hub: list[tuple[Any, ...
     env = load_environment(source="intellect3", max_solve_rate=0.875)
     assert fake_hub == []  # nothing loaded at construction
     rows = env.select_rows()
-    assert fake_hub == [(vf.sources.INTELLECT3_DATASET, HF_SUBSET, "train")]
+    assert fake_hub == [(vf.data.INTELLECT3_DATASET, HF_SUBSET, "train")]
     assert [r["answer"] for r in rows] == ["10", "6", "\\frac{10}{11}", "6\\sqrt{3}"]
     assert "\\boxed{}" in rows[0]["prompt"][-1]["content"]
     assert rows[0]["info"]["question"].startswith("How many ordered pairs")
@@ -193,7 +193,7 @@ def test_intellect3_with_the_real_datasets_library(tmp_path: Path, monkeypatch: 
     real = datasets.load_dataset
 
     def local_copy(name: str, subset: str | None = None, *, split: str) -> Any:
-        assert (name, subset) == (vf.sources.INTELLECT3_DATASET, HF_SUBSET)
+        assert (name, subset) == (vf.data.INTELLECT3_DATASET, HF_SUBSET)
         return real("parquet", data_files=str(path), split=split, cache_dir=str(tmp_path / "hf-cache"))
 
     monkeypatch.setattr(datasets, "load_dataset", local_copy)

@@ -14,7 +14,7 @@ from pydantic import Field, validate_call
 import verifiers as vf
 from science_env.answers import choice_letter, classify, normalize_words, strip_units
 from science_env.rubric import ScienceRubric
-from science_env.sources import DEFAULT_SOLVE_RATE_COLUMN, builder
+from science_env.sources import DEFAULT_SOLVE_RATE_COLUMN, HF_SUBSET, INSTALL_HINT, SAMPLE, sample_records
 from verifiers.rubrics import judge_from_args
 
 __all__ = [
@@ -71,11 +71,15 @@ def load_environment(
         max_answer_chars: longer answers score 0 without verification.
         verify_workers: math-verify worker processes (default: CPU count, at most 4).
     """
-    build = builder(
+    build = vf.data.qa_dataset(  # checks the source and range now, reads at first use
         source,
+        task="science",
+        hub_subset=HF_SUBSET,
+        bundled={SAMPLE: sample_records},
+        install_hint=INSTALL_HINT,
         question_key=question_key,
         answer_key=answer_key,
-        instruction=instruction,
+        format_question=lambda question: f"{instruction}\n\n{question}" if instruction else question,
         split=split,
         num_examples=num_examples,
         solve_rate_column=solve_rate_column,

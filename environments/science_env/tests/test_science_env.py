@@ -224,7 +224,7 @@ async def test_unreachable_judge_is_infra_error_not_zero() -> None:
 
 # --- sources -------------------------------------------------------------------------------------------
 def fixture_records() -> list[dict[str, Any]]:
-    return vf.sources.read_records(FIXTURE)
+    return vf.data.read_records(FIXTURE)
 
 
 async def test_local_file_without_answer_types(tmp_path: Path) -> None:
@@ -281,7 +281,7 @@ def test_intellect3_loader(fake_hub: list[tuple[Any, ...]], name: str) -> None:
     env = load_environment(source=name, min_solve_rate=0.3)
     assert fake_hub == []
     rows = env.select_rows()
-    assert fake_hub == [(vf.sources.INTELLECT3_DATASET, HF_SUBSET, "train")]
+    assert fake_hub == [(vf.data.INTELLECT3_DATASET, HF_SUBSET, "train")]
     assert [r["answer"] for r in rows] == ["2.5\\ \\mathrm{m/s^2}", "oxygen", "C", "$mgh$"]
     assert rows[0]["prompt"][-1]["content"].startswith("Answer the following science question.")
 

@@ -1,4 +1,5 @@
-"""vf-eval's run directories: where a new run goes, and which earlier run ``--resume`` continues."""
+"""Run directories: where a new run goes (``./outputs/evals/<env>--<model>/<timestamp-id>/``), and which
+earlier run a resumed run continues. The same policy for ``vf-eval`` and ``Environment.evaluate``."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from verifiers.eval.results import RunDirectory
+from verifiers.hub.packaging import normalize_name
 from verifiers.types import RunMetadata
 
 DEFAULT_OUTPUT_ROOT = Path("outputs/evals")
@@ -63,9 +65,43 @@ def find_resumable(
         r
         for r in runs
         if r.incomplete
-        and r.metadata.env_id == env_id
+        and normalize_name(r.metadata.env_id) == env_id
         and r.metadata.model == model
         and all(getattr(r.metadata, k) == v for k, v in wanted.items())
     ]
     candidates.sort(key=lambda r: (r.metadata.started_at, r.path.stat().st_mtime), reverse=True)
     return candidates[0] if candidates else None
+
+
+class ResumeError(ValueError):
+    """A run to resume was named but cannot be read."""
+
+
+class ResumeMismatchError(ValueError):
+    """The run directory to resume belongs to a different environment, model or run plan."""
+
+
+def saved_run_for(
+    env_id: str,
+    model: str,
+    *,
+    resume: bool | Path | None,
+    output_dir: Path | None,
+    wanted: dict[str, Any],
+    base: Path = DEFAULT_OUTPUT_ROOT,
+) -> SavedRun | None:
+    """The run a resumed evaluation continues, or ``None`` for a new run.
+
+    ``resume`` a path: that run directory (it must hold a readable ``metadata.json``). ``resume=True``
+    with ``output_dir``: the run there, if any. ``resume=True`` alone: the newest incomplete run of this
+    environment and model under ``base`` that agrees with ``wanted`` (the settings given explicitly)."""
+    if resume is None or resume is False:
+        return None
+    if isinstance(resume, Path):
+        saved = read_run(resume)
+        if saved is None:
+            raise ResumeError(f"nothing to resume at {resume} (no readable metadata.json)")
+        return saved
+    if output_dir is not None:
+        return read_run(output_dir)
+    return find_resumable(env_id, model, wanted, base)

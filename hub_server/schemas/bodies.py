@@ -1,4 +1,7 @@
-"""Pydantic v2 models of the JSON API (request bodies and responses), kept apart from the DB models."""
+"""Request bodies, and the responses no client library reads: pydantic v2, apart from the DB models.
+
+The responses ``HubClient`` reads are shared with it and live in ``verifiers.hub.wire``.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,8 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from verifiers.hub.wire import Visibility
 
 
 def _no_nul(value: str) -> str:
@@ -16,68 +21,7 @@ def _no_nul(value: str) -> str:
 
 #: Text that goes into the database: PostgreSQL cannot store NUL characters.
 Text = Annotated[str, AfterValidator(_no_nul)]
-Visibility = Literal["public", "private"]
-SortKey = Literal["downloads", "stars", "updated", "name"]
 Scope = Literal["read", "publish", "admin"]
-
-
-class Problem(BaseModel):
-    detail: str
-
-
-class FileOut(BaseModel):
-    filename: str
-    kind: Literal["bdist_wheel", "sdist"]
-    sha256: str
-    size: int
-    url: str = Field(description="Download path, relative to the hub root.")
-    uploaded_at: datetime
-
-
-class VersionOut(BaseModel):
-    version: str
-    summary: str
-    yanked: bool
-    yanked_reason: str
-    requires_python: str | None
-    dependencies: list[str]
-    content_hash: str
-    created_at: datetime
-    files: list[FileOut]
-
-
-class VersionDetail(VersionOut):
-    environment: str
-    readme: str
-    readme_content_type: str
-    uploader: str | None
-
-
-class EnvironmentSummary(BaseModel):
-    owner: str
-    name: str
-    full_name: str
-    module: str
-    description: str
-    tags: list[str]
-    visibility: Visibility
-    latest_version: str | None
-    downloads: int
-    stars: int
-    created_at: datetime
-    updated_at: datetime
-
-
-class EnvironmentDetail(EnvironmentSummary):
-    versions: list[VersionOut]
-    install_command: str
-
-
-class SearchPage(BaseModel):
-    items: list[EnvironmentSummary]
-    total: int
-    page: int
-    per_page: int
 
 
 class EnvironmentUpdate(BaseModel):
@@ -90,20 +34,6 @@ class EnvironmentUpdate(BaseModel):
 class YankIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     reason: Text = Field(default="", max_length=500)
-
-
-class ResolveOut(BaseModel):
-    owner: str
-    name: str
-    full_name: str
-    module: str
-    version: str
-    yanked: bool
-    content_hash: str
-    requires_python: str | None
-    dependencies: list[str]
-    files: list[FileOut]
-    index_path: str = Field(description="The simple index, relative to the hub root.")
 
 
 class SdistEntry(BaseModel):
@@ -154,10 +84,3 @@ class TokenOut(BaseModel):
 
 class TokenCreated(TokenOut):
     token: str = Field(description="Shown once; only its hash is stored.")
-
-
-class WhoAmI(BaseModel):
-    username: str
-    is_admin: bool
-    scopes: list[str]
-    namespaces: list[str]

@@ -1,0 +1,30 @@
+"""Which of an environment's versions is which: PEP 440 order, newest first, and the one called latest.
+
+Below both the services and the response conversions, which both need it.
+"""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from hub_server.models import Environment
+from hub_server.models import Version as VersionRow
+
+
+def sorted_versions(env: Environment) -> list[VersionRow]:
+    """Newest first (PEP 440 order)."""
+    return sorted(env.versions, key=lambda v: Version(v.version), reverse=True)
+
+
+def latest_version(env: Environment) -> VersionRow | None:
+    """The newest final release that is not yanked; failing that a pre-release, failing that anything."""
+    versions = sorted_versions(env)
+    live = [v for v in versions if not v.yanked]
+    finals = [v for v in live if not Version(v.version).is_prerelease]
+    best = finals or live or versions
+    return best[0] if best else None
+
+
+def find_version(env: Environment, version: Version) -> VersionRow | None:
+    """The row of ``version`` (PEP 440 equality, so ``0.1`` finds ``0.1.0``), if ``env`` has it."""
+    return next((v for v in env.versions if Version(v.version) == version), None)

@@ -1,0 +1,141 @@
+"""Reading the catalogue as a consumer does: search, resolve a spec to one version, fetch an artifact."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+from sqlalchemy import exists, func, or_, select, update
+from sqlalchemy.orm import Session
+
+from hub_server import schemas
+from hub_server.auth import Principal, can_read
+from hub_server.context import Hub
+from hub_server.models import Environment, EnvironmentTag, File, Owner
+from hub_server.models import Version as VersionRow
+from hub_server.services.errors import HubError, not_found
+from hub_server.services.lookups import environment_named, visible_filter
+from verifiers.hub import wire
+from verifiers.hub.packaging import normalize_name, parse_env_spec
+
+_METADATA_SUFFIX = ".metadata"  # PEP 658: <file URL>.metadata is the wheel's METADATA
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def search(
+    session: Session,
+    principal: Principal | None,
+    *,
+    q: str = "",
+    tags: Sequence[str] = (),
+    owner: str | None = None,
+    sort: str = "downloads",
+    page: int = 1,
+    per_page: int = 20,
+) -> wire.SearchPage:
+    stmt = visible_filter(select(Environment).join(Owner), principal)
+    if q.strip():
+        pattern = f"%{_escape_like(q.strip().lower())}%"
+        stmt = stmt.where(
+            or_(
+                func.lower(Environment.name).like(pattern, escape="\\"),
+                func.lower(Environment.description).like(pattern, escape="\\"),
+                func.lower(Owner.name).like(pattern, escape="\\"),
+            )
+        )
+    for tag in tags:
+        stmt = stmt.where(
+            exists().where(EnvironmentTag.environment_id == Environment.id, EnvironmentTag.tag == tag.lower())
+        )
+    if owner:
+        stmt = stmt.where(Owner.name == owner.lower())
+    total = session.scalar(select(func.count()).select_from(stmt.subquery())) or 0
+    order: tuple[Any, ...] = {
+        "downloads": (Environment.download_count.desc(), Environment.name),
+        "stars": (Environment.star_count.desc(), Environment.name),
+        "updated": (Environment.updated_at.desc(), Environment.name),
+        "name": (Environment.name,),
+    }[sort]
+    rows: Sequence[Environment] = session.scalars(
+        stmt.order_by(*order).offset((page - 1) * per_page).limit(per_page)
+    ).all()
+    return wire.SearchPage(
+        items=[schemas.env_summary(e) for e in rows], total=total, page=page, per_page=per_page
+    )
+
+
+def resolve(session: Session, principal: Principal | None, spec_text: str) -> tuple[Environment, VersionRow]:
+    """Best version for ``[owner/]name[@specifier]``: highest match, yanked ones only when pinned with ==."""
+    try:
+        spec = parse_env_spec(spec_text)
+    except ValueError as exc:
+        raise HubError(422, str(exc)) from None
+    env = environment_named(session, spec.name)
+    if env is None or not can_read(principal, env) or (spec.owner and spec.owner.lower() != env.owner.name):
+        raise not_found(f"environment {spec.owner + '/' if spec.owner else ''}{spec.name}")
+    specifier = SpecifierSet(spec.specifier)
+    pinned = [s for s in specifier if s.operator in ("==", "===") and "*" not in s.version]
+    by_version = {Version(v.version): v for v in env.versions}
+    candidates = [
+        v for v, row in by_version.items() if not row.yanked or (pinned and len(list(specifier)) == 1)
+    ]
+    matching = list(specifier.filter(candidates))
+    if not matching:
+        live = sorted(v for v, row in by_version.items() if not row.yanked)
+        hint = ", ".join(map(str, live[-10:])) or "none"
+        raise HubError(
+            404, f"no version of {env.full_name} matches {spec.specifier or 'any'!r} (available: {hint})"
+        )
+    return env, by_version[max(matching)]
+
+
+@dataclass(frozen=True)
+class Download:
+    """What ``/files/`` needs to serve one artifact, read in one short transaction."""
+
+    filename: str
+    blob_key: str
+    environment_id: int
+    private: bool
+    #: The wheel's METADATA when ``<file>.metadata`` was asked for; None when the file itself was.
+    core_metadata: str | None
+
+
+def find_download(hub: Hub, principal: Principal | None, project: str, requested: str) -> Download:
+    """The file ``requested`` of ``project`` (or its PEP 658 metadata), if the caller may read it."""
+    want_metadata = requested.endswith(_METADATA_SUFFIX)
+    filename = requested.removesuffix(_METADATA_SUFFIX)
+    with hub.db.read() as session:
+        row = session.execute(
+            select(File, Environment)
+            .join(File.version)
+            .join(Environment)
+            .where(File.filename == filename, Environment.name == normalize_name(project))
+        ).first()
+        if row is None or not can_read(principal, row[1]):
+            raise not_found(f"file {requested}")
+        file, env = row
+        if want_metadata and file.core_metadata is None:
+            raise not_found(f"metadata of {filename}")
+        return Download(
+            filename=filename,
+            blob_key=file.blob_key,
+            environment_id=env.id,
+            private=env.visibility == "private",
+            core_metadata=file.core_metadata if want_metadata else None,
+        )
+
+
+def record_download(hub: Hub, env_id: int) -> None:
+    with hub.db.write() as session:
+        session.execute(
+            update(Environment)
+            .where(Environment.id == env_id)
+            .values(download_count=Environment.download_count + 1)
+        )

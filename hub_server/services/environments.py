@@ -1,0 +1,121 @@
+"""Changing what is published: description, tags and visibility, yanking, stars, and admin deletes."""
+
+from __future__ import annotations
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session
+
+from hub_server import schemas
+from hub_server.auth import Principal
+from hub_server.context import Hub
+from hub_server.models import Environment, EnvironmentTag, Star, utcnow
+from hub_server.services.errors import HubError
+from hub_server.services.lookups import get_environment, get_version
+from hub_server.simple_index import bump_generation
+from hub_server.validation import UploadError, normalize_tags
+from verifiers.hub import wire
+
+
+def replace_tags(session: Session, env: Environment, tags: list[str]) -> None:
+    session.execute(delete(EnvironmentTag).where(EnvironmentTag.environment_id == env.id))
+    session.expire(env, ["tags"])
+    for t in tags:
+        session.add(EnvironmentTag(environment_id=env.id, tag=t))
+
+
+def _check_manage(principal: Principal | None, env: Environment) -> None:
+    if principal is None:
+        raise HubError(401, "this needs a token (Authorization: Bearer <token>)")
+    if not principal.can_publish_to(env.owner_id):
+        raise HubError(403, f"you may not change {env.full_name}; it needs a publish token of its owner")
+
+
+def _require_admin(principal: Principal | None) -> Principal:
+    if principal is None:
+        raise HubError(401, "this needs an admin token")
+    if not principal.has("admin"):
+        raise HubError(403, "only hub admins with an admin-scoped token may delete")
+    return principal
+
+
+def update_environment(
+    hub: Hub, principal: Principal | None, owner: str, name: str, body: schemas.EnvironmentUpdate
+) -> Environment:
+    try:
+        tags = normalize_tags(body.tags) if body.tags is not None else None
+    except UploadError as exc:
+        raise HubError(exc.status_code, exc.message) from None
+    with hub.db.write() as session:
+        env = get_environment(session, principal, owner, name)
+        _check_manage(principal, env)
+        if body.description is not None:
+            env.description = body.description
+        if tags is not None:
+            replace_tags(session, env, tags)
+        if body.visibility is not None and body.visibility != env.visibility:
+            env.visibility = body.visibility
+            bump_generation(session)
+        env.updated_at = utcnow()
+        env_id = env.id
+    hub.index.clear()
+    with hub.db.read() as session:
+        row = session.get(Environment, env_id)
+        assert row is not None
+        return row
+
+
+def set_yanked(
+    hub: Hub, principal: Principal | None, owner: str, name: str, version: str, yanked: bool, reason: str = ""
+) -> wire.VersionInfo:
+    with hub.db.write() as session:
+        env = get_environment(session, principal, owner, name)
+        _check_manage(principal, env)
+        ver = get_version(env, version)
+        ver.yanked, ver.yanked_reason = yanked, (reason if yanked else "")
+        bump_generation(session)
+        out = schemas.version_out(env, ver)
+    hub.index.clear()
+    return out
+
+
+def delete_environment(hub: Hub, principal: Principal | None, owner: str, name: str) -> None:
+    _require_admin(principal)
+    with hub.db.write() as session:
+        env = get_environment(session, principal, owner, name)
+        keys = [f.blob_key for v in env.versions for f in v.files]
+        session.delete(env)
+        bump_generation(session)
+    hub.index.clear()
+    for key in keys:  # after commit: a crash here leaves only unreferenced blobs, which `gc` removes
+        hub.blobs.delete(key)
+
+
+def delete_version(hub: Hub, principal: Principal | None, owner: str, name: str, version: str) -> None:
+    _require_admin(principal)
+    with hub.db.write() as session:
+        env = get_environment(session, principal, owner, name)
+        ver = get_version(env, version)
+        keys = [f.blob_key for f in ver.files]
+        session.delete(ver)
+        bump_generation(session)
+    hub.index.clear()
+    for key in keys:
+        hub.blobs.delete(key)
+
+
+def set_star(hub: Hub, principal: Principal | None, owner: str, name: str, starred: bool) -> schemas.StarOut:
+    if principal is None:
+        raise HubError(401, "starring needs a token")
+    with hub.db.write() as session:
+        env = get_environment(session, principal, owner, name)
+        existing = session.scalar(
+            select(Star).where(Star.user_id == principal.user_id, Star.environment_id == env.id)
+        )
+        if starred and existing is None:
+            session.add(Star(user_id=principal.user_id, environment_id=env.id))
+        elif not starred and existing is not None:
+            session.delete(existing)
+        session.flush()
+        count = session.scalar(select(func.count()).where(Star.environment_id == env.id)) or 0
+        env.star_count = count
+        return schemas.StarOut(starred=starred, stars=count)

@@ -1,0 +1,73 @@
+"""Finding rows by name, as every domain does: environments (visibility checked), versions, owners, users."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from packaging.version import Version
+from sqlalchemy import Select, or_, select
+from sqlalchemy.orm import Session
+
+from hub_server.auth import Principal, can_read
+from hub_server.models import Environment, Owner, User
+from hub_server.models import Version as VersionRow
+from hub_server.releases import find_version
+from hub_server.services.errors import HubError, not_found
+from verifiers.hub.packaging import normalize_name
+
+
+def visible_filter(stmt: Select[Any], principal: Principal | None) -> Select[Any]:
+    """``stmt`` over environments, narrowed to those ``principal`` may read."""
+    if principal is not None and principal.has("admin"):
+        return stmt
+    if principal is not None and principal.has("read"):
+        return stmt.where(
+            or_(Environment.visibility == "public", Environment.owner_id.in_(principal.owner_ids))
+        )
+    return stmt.where(Environment.visibility == "public")
+
+
+def environment_named(session: Session, name: str) -> Environment | None:
+    """The environment with distribution name ``name``, whoever owns it (names are unique hub-wide)."""
+    return session.scalar(select(Environment).where(Environment.name == normalize_name(name)))
+
+
+def get_environment(session: Session, principal: Principal | None, owner: str, name: str) -> Environment:
+    """The environment ``owner/name`` if the caller may read it; otherwise 404 (never 403)."""
+    env = session.scalar(
+        select(Environment)
+        .join(Owner)
+        .where(Environment.name == normalize_name(name), Owner.name == owner.lower())
+    )
+    if env is None or not can_read(principal, env):
+        raise not_found(f"environment {owner}/{name}")
+    return env
+
+
+def get_version(env: Environment, version: str) -> VersionRow:
+    try:
+        wanted = Version(version)
+    except ValueError:
+        raise HubError(422, f"{version!r} is not a PEP 440 version") from None
+    row = find_version(env, wanted)
+    if row is None:
+        raise not_found(f"version {version} of {env.full_name}")
+    return row
+
+
+def get_owner(session: Session, owner: str) -> Owner:
+    row = session.scalar(select(Owner).where(Owner.name == owner.lower()))
+    if row is None:
+        raise HubError(404, f"namespace {owner!r} does not exist")
+    return row
+
+
+def find_user(session: Session, username: str) -> User | None:
+    return session.scalar(select(User).join(Owner).where(Owner.name == username.lower()))
+
+
+def uploader_name(session: Session, v: VersionRow) -> str | None:
+    if v.uploader_id is None:
+        return None
+    user = session.get(User, v.uploader_id)
+    return user.username if user else None

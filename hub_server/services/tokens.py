@@ -1,0 +1,72 @@
+"""API tokens: created (no more scopes than the creator holds), listed, revoked; only hashes are stored."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from hub_server.auth import SCOPES, Principal, hash_token, new_token
+from hub_server.context import Hub
+from hub_server.models import ApiToken, utcnow
+from hub_server.services.errors import HubError
+from hub_server.services.lookups import find_user
+
+
+def create_token(
+    hub: Hub,
+    username: str,
+    *,
+    scopes: Sequence[str] = ("read",),
+    name: str = "",
+    expires_in: timedelta | None = None,
+    creator: Principal | None = None,
+) -> tuple[str, ApiToken]:
+    """A new token for ``username``. Via the API (``creator`` set) it can carry no more than the creator's."""
+    bad = [s for s in scopes if s not in SCOPES]
+    if bad or not scopes:
+        raise HubError(422, f"scopes must be some of {', '.join(SCOPES)}; got {list(scopes)}")
+    if creator is not None and not all(creator.has(s) for s in scopes):
+        raise HubError(403, "a token cannot grant scopes its creator's token lacks")
+    with hub.db.write() as session:
+        user = find_user(session, username)
+        if user is None:
+            raise HubError(404, f"user {username!r} does not exist")
+        if "admin" in scopes and not user.is_admin:
+            raise HubError(403, f"{username} is not a hub admin, so it cannot hold an admin-scoped token")
+        token = new_token()
+        row = ApiToken(
+            user_id=user.id,
+            token_hash=hash_token(token),
+            prefix=token[:12],
+            name=name,
+            scopes=sorted(set(scopes), key=SCOPES.index),
+            expires_at=datetime.now(UTC) + expires_in if expires_in else None,
+        )
+        session.add(row)
+        session.flush()
+        session.refresh(row)
+        return token, row
+
+
+def revoke_token(hub: Hub, token_id: int, *, principal: Principal | None = None) -> None:
+    with hub.db.write() as session:
+        row = session.get(ApiToken, token_id)
+        if row is None or (
+            principal is not None and row.user_id != principal.user_id and not principal.has("admin")
+        ):
+            raise HubError(404, f"token {token_id} not found")
+        if row.revoked_at is None:
+            row.revoked_at = utcnow()
+
+
+def list_tokens(session: Session, user_id: int) -> list[ApiToken]:
+    return list(session.scalars(select(ApiToken).where(ApiToken.user_id == user_id).order_by(ApiToken.id)))
+
+
+def token_expiry(hub: Hub, token_id: int) -> datetime | None:
+    """When the token expires (None: never); the web login caps its cookie's lifetime by it."""
+    with hub.db.read() as session:
+        return session.scalar(select(ApiToken.expires_at).where(ApiToken.id == token_id))

@@ -1,0 +1,129 @@
+"""Where a run's requests go: a model name resolved to endpoints (a registry alias, a base URL, or the
+embedded local model), checked before anything expensive starts.
+
+Resolution order: ``local/NAME`` or ``local:PATH`` is the embedded llama.cpp model; else an alias of the
+endpoint registry (``registry_path``, or ``./configs/endpoints.toml`` when it exists) unless a base URL is
+given; else ``base_url`` (default: OpenAI's) with the key from ``api_key_var`` (default
+``OPENAI_API_KEY``, which may be unset for servers without auth).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from verifiers.clients.client import Endpoint
+from verifiers.clients.local_model import (
+    BUILTIN_MODELS,
+    LOCAL_PREFIX,
+    LocalModelError,
+    check_server_installed,
+    is_local_model,
+    resolve_model_file,
+)
+from verifiers.clients.registry import DEFAULT_REGISTRY_PATH, EndpointRegistry, RegistryError
+
+DEFAULT_MODEL = "gpt-4.1-mini"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_KEY_VAR = "OPENAI_API_KEY"
+#: Context length assumed for ``local:PATH`` models (the server is started with it).
+LOCAL_DEFAULT_CONTEXT = 2048
+
+
+class TargetError(ValueError):
+    """The model target cannot be used as given; the message says what to change."""
+
+
+@dataclass
+class Target:
+    """The client endpoints of a run and the model name recorded in its results."""
+
+    model: str
+    endpoints: list[Endpoint] = field(default_factory=list)
+    #: The embedded local model: endpoints are filled in once its server has started.
+    local: bool = False
+    key_var: str | None = None
+    key_set: bool = False
+    #: Context length of the local model (``max_tokens`` is capped to fit it), else ``None``.
+    context_tokens: int | None = None
+
+    def hint(self) -> str:
+        """What to check when requests fail (named in error messages)."""
+        if self.local:
+            return f"the local model server ({self.model})"
+        key = (
+            f"the API key variable {self.key_var} ({'set' if self.key_set else 'not set'})"
+            if self.key_var
+            else "the API key"
+        )
+        urls = ", ".join(e.base_url for e in self.endpoints)
+        return f"the URL ({urls}), {key} and the model name ({self.model})"
+
+
+def resolve_context_tokens(model: str) -> int | None:
+    """The context length of a local model (built-in or ``local:PATH``); ``None`` for remote models."""
+    if not is_local_model(model):
+        return None
+    builtin = BUILTIN_MODELS.get(model[len(LOCAL_PREFIX) :]) if model.startswith(LOCAL_PREFIX) else None
+    return builtin.n_ctx if builtin else LOCAL_DEFAULT_CONTEXT
+
+
+def _local_target(model: str, base_url: str | None) -> Target:
+    if base_url is not None:
+        raise TargetError(f"a base URL cannot be combined with the local model {model!r}")
+    try:  # fail before loading anything when a package or the model file is missing
+        resolve_model_file(model)
+        check_server_installed()
+    except LocalModelError as exc:
+        raise TargetError(str(exc)) from None
+    return Target(model=model, local=True, context_tokens=resolve_context_tokens(model))
+
+
+def _load_registry(registry_path: Path | None) -> EndpointRegistry | None:
+    try:
+        if registry_path is not None:
+            return EndpointRegistry.load(registry_path)
+        if DEFAULT_REGISTRY_PATH.is_file():
+            return EndpointRegistry.load(DEFAULT_REGISTRY_PATH)
+    except RegistryError as exc:
+        raise TargetError(f"endpoint registry: {exc}") from None
+    return None
+
+
+def resolve_target(
+    model: str,
+    *,
+    base_url: str | None = None,
+    api_key_var: str | None = None,
+    registry_path: Path | None = None,
+) -> Target:
+    """Resolve ``model`` (see the module docstring); raises ``TargetError`` saying what to fix."""
+    if is_local_model(model):
+        return _local_target(model, base_url)
+    registry = _load_registry(registry_path)
+    if registry is not None and model in registry and base_url is None:
+        try:
+            endpoints = registry.endpoints(model, key_var=api_key_var)
+        except RegistryError as exc:
+            raise TargetError(str(exc)) from None
+        entries = registry.get(model) or []
+        entry_var = api_key_var or next((e.key_var for e in entries if e.key_var), None)
+        return Target(model, endpoints, key_var=entry_var, key_set=all(e.api_key for e in endpoints))
+    var = api_key_var or DEFAULT_KEY_VAR
+    key = os.environ.get(var)
+    if api_key_var is not None and key is None:
+        raise TargetError(f"the API key variable {api_key_var} is not set")
+    # The default variable may be unset: local servers need no key (the server says so if it does).
+    return Target(model, [Endpoint(base_url or DEFAULT_BASE_URL, key)], key_var=var, key_set=key is not None)
+
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_KEY_VAR",
+    "DEFAULT_MODEL",
+    "Target",
+    "TargetError",
+    "resolve_context_tokens",
+    "resolve_target",
+]

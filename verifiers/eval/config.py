@@ -1,0 +1,366 @@
+"""``EvalConfig``: an evaluation's settings, resolved once, for ``vf-eval`` and ``Environment.evaluate``
+alike.
+
+Each setting comes from the first layer that has it:
+
+1. what the caller gave (``vf-eval`` flags, ``env.evaluate(...)`` arguments, an ``[[eval]]`` table of a
+   suite file — several explicit layers may be stacked, the later winning);
+2. the run being resumed (its ``metadata.json``: sizes, seed, shuffle, env args, sampling args);
+3. the environment package's ``[tool.verifiers.eval]`` defaults (``num_examples``,
+   ``rollouts_per_example``, ``sampling_args``);
+4. the built-in defaults below (every example, one rollout each — ``Environment.evaluate``'s rule).
+
+``sampling_args`` is resolved key by key over the same layers (a flag's ``temperature`` keeps the
+package's ``max_tokens``), and ``config.sources`` records where every value came from
+(``sampling_args.<key>`` for sampling keys), for ``vf-eval --dry-run`` and for the run's metadata.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from verifiers.clients.local_model import is_local_model
+from verifiers.clients.sampling import merge_sampling_args
+from verifiers.clients.target import DEFAULT_MODEL, resolve_context_tokens
+from verifiers.eval import runs
+from verifiers.eval.engine import ScoreMode
+from verifiers.eval.runs import ResumeError, ResumeMismatchError, new_run_dir, saved_run_for
+from verifiers.hub.packaging import normalize_name
+from verifiers.types import RunMetadata, SamplingArgs
+
+ClientBackend = Literal["aiohttp", "openai"]
+ApiKind = Literal["chat", "responses"]
+#: Where a resolved value came from (``EvalConfig.sources``).
+Source = str
+DEFAULT_SOURCE: Source = "default"
+PACKAGE_SOURCE: Source = "package"
+RESUMED_SOURCE: Source = "resumed run"
+
+#: Settings a resumed run supplies when they are not given again.
+_RESUMABLE = ("env_args", "num_examples", "rollouts_per_example", "seed", "shuffle")
+#: Keys of a package's ``[tool.verifiers.eval]`` / ``EVAL_DEFAULTS`` that apply to a run, with their types.
+PACKAGE_KEYS: dict[str, type] = {"num_examples": int, "rollouts_per_example": int, "sampling_args": dict}
+
+
+class ConfigError(ValueError):
+    """Settings that cannot make a run; the message names the setting and what to change."""
+
+
+class RunSettings(TypedDict, total=False):
+    """The settings of ``Environment.evaluate`` besides its ``model`` argument (all optional)."""
+
+    env_args: dict[str, Any]
+    base_url: str | None
+    api_key_var: str | None
+    endpoints_file: str | Path | None
+    client_backend: ClientBackend
+    api: ApiKind
+    num_examples: int
+    rollouts_per_example: int
+    max_concurrent: int
+    sampling_args: SamplingArgs
+    seed: int | None
+    shuffle: bool
+    timeout: float | None
+    max_retries: int
+    save_results: bool
+    output_dir: str | Path | None
+    resume: bool | str | Path | None
+    score: ScoreMode
+    pass_threshold: float
+
+
+class EvalSettings(RunSettings, total=False):
+    """What a caller may set; every key is optional (see the module docstring for the fallbacks)."""
+
+    model: str
+
+
+SETTING_NAMES: frozenset[str] = frozenset(EvalSettings.__optional_keys__)
+
+
+class EvalConfig(BaseModel):
+    """A fully resolved evaluation: what ``run_config`` runs and ``vf-eval --dry-run`` prints."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    env_id: str
+    env_args: dict[str, Any] = Field(default_factory=dict)
+    #: Model name, an endpoint-registry alias, ``local/NAME`` or ``local:PATH``.
+    model: str = DEFAULT_MODEL
+    base_url: str | None = None
+    api_key_var: str | None = None
+    endpoints_file: Path | None = None
+    client_backend: ClientBackend = "aiohttp"
+    api: ApiKind = "chat"
+    #: Examples of the eval split; -1 means all.
+    num_examples: int = Field(-1, ge=-1)
+    rollouts_per_example: int = Field(1, ge=1)
+    max_concurrent: int = Field(32, ge=1)
+    #: The run's layer of sampling arguments; each request family merges its environment's under it.
+    sampling_args: dict[str, Any] = Field(default_factory=dict)
+    seed: int | None = None
+    shuffle: bool = False
+    #: Wall-clock budget per rollout in seconds (``None``: the environment's own).
+    timeout: float | None = Field(None, gt=0)
+    max_retries: int = Field(5, ge=0)
+    save_results: bool = True
+    #: The run directory; ``None`` with ``save_results`` means a new one under ./outputs/evals/.
+    output_dir: Path | None = None
+    #: ``True``: continue the newest incomplete run (or the one at ``output_dir``); a path: that run.
+    resume: bool | Path = False
+    score: ScoreMode = "group"
+    pass_threshold: float = 1.0
+    #: ``max_tokens`` is capped to this (half a local model's context); ``None``: no cap.
+    max_tokens_limit: int | None = None
+    #: Setting name (``sampling_args.<key>`` for sampling keys) → where its value came from.
+    sources: dict[str, Source] = Field(default_factory=dict)
+    #: Things worth telling the user about the resolution (ignored package keys, caps, …).
+    notes: list[str] = Field(default_factory=list)
+
+    @field_validator("resume", mode="before")
+    @classmethod
+    def _resume_path(cls, value: Any) -> Any:
+        return Path(value) if isinstance(value, str) else (False if value is None else value)
+
+    # --- resolution -------------------------------------------------------------------------------
+    @classmethod
+    def resolve(
+        cls,
+        env_id: str,
+        *layers: tuple[Source, Mapping[str, Any]],
+        saved: RunMetadata | None = None,
+        package_defaults: Mapping[str, Any] | None = None,
+    ) -> EvalConfig:
+        """Resolve ``env_id``'s settings: explicit ``(source, settings)`` layers (lowest first, e.g.
+        ``("config file", table), ("flag", flags)``), then ``saved`` (the run being resumed), then
+        ``package_defaults``, then the built-in defaults. Raises ``ConfigError`` naming a bad setting."""
+        for source, layer in layers:
+            unknown = sorted(set(layer) - SETTING_NAMES)
+            if unknown:
+                raise ConfigError(
+                    f"unknown setting(s) {', '.join(unknown)} ({source}); known: {', '.join(sorted(SETTING_NAMES))}"
+                )
+        package = dict(package_defaults or {})
+        notes: list[str] = []
+        ignored = sorted(set(package) - set(PACKAGE_KEYS))
+        if ignored:
+            notes.append(f"ignoring unknown eval default(s) of {env_id}: {', '.join(ignored)}")
+        # A resumed run's settings already include the package defaults it was made with.
+        fallback: tuple[Source, Mapping[str, Any]] = (
+            (RESUMED_SOURCE, saved.model_dump(include={*_RESUMABLE, "sampling_args"}))
+            if saved is not None
+            else (PACKAGE_SOURCE, {k: package[k] for k in PACKAGE_KEYS if package.get(k) is not None})
+        )
+        values: dict[str, Any] = {}
+        sources: dict[str, Source] = {name: DEFAULT_SOURCE for name in SETTING_NAMES}
+        sampling_layers: list[Mapping[str, Any]] = []
+        for source, layer in [fallback, *layers]:  # lowest precedence first: later layers overwrite
+            for key, value in given(layer).items():
+                if key == "sampling_args":
+                    if not isinstance(value, Mapping):
+                        raise ConfigError(f"sampling_args ({source}) must be a table/object, not {value!r}")
+                    sampling_layers.append(value)
+                    sources.update({f"sampling_args.{k}": source for k in value})
+                    continue
+                values[key] = value
+                sources[key] = source
+        if any(k.startswith("sampling_args.") for k in sources):
+            del sources["sampling_args"]
+        try:
+            sampling = dict(merge_sampling_args(*sampling_layers))
+        except TypeError as exc:
+            raise ConfigError(str(exc)) from None
+        model = values.get("model", DEFAULT_MODEL)
+        context = resolve_context_tokens(model) if isinstance(model, str) else None
+        limit = context // 2 if context else None
+        asked = sampling.get("max_tokens")
+        if limit is not None and isinstance(asked, int) and asked > limit:
+            notes.append(f"{model} has a {context}-token context: max_tokens {asked} is capped to {limit}")
+        if limit is not None:
+            sources["max_tokens_limit"] = f"{model} context"
+        try:
+            config = cls(
+                env_id=env_id,
+                **values,
+                sampling_args=sampling,
+                max_tokens_limit=limit,
+                sources=sources,
+                notes=notes,
+            )
+        except ValidationError as exc:
+            raise ConfigError(_validation_message(exc, sources)) from None
+        return config._checked()
+
+    def _checked(self) -> EvalConfig:
+        if self.output_dir is not None and not self.save_results:
+            raise ConfigError("output_dir and save_results=False (--no-save) contradict each other")
+        if self.resume is not False and not self.save_results:
+            raise ConfigError("resume needs saved results; drop save_results=False (--no-save)")
+        if is_local_model(self.model) and self.base_url is not None:
+            raise ConfigError(f"a base URL cannot be combined with the local model {self.model!r}")
+        return self
+
+    def explain(self) -> list[tuple[str, Any, Source]]:
+        """(setting, value, source) rows in declaration order, sampling keys expanded — for display."""
+        rows: list[tuple[str, Any, Source]] = [("env_id", self.env_id, "argument")]
+        for name in type(self).model_fields:
+            if name in ("env_id", "sources", "notes"):
+                continue
+            if name == "sampling_args" and self.sampling_args:
+                rows.extend(
+                    (f"sampling_args.{k}", v, self.sources.get(f"sampling_args.{k}", DEFAULT_SOURCE))
+                    for k, v in self.sampling_args.items()
+                )
+                continue
+            rows.append((name, getattr(self, name), self.sources.get(name, DEFAULT_SOURCE)))
+        return rows
+
+
+def _validation_message(exc: ValidationError, sources: Mapping[str, Source]) -> str:
+    parts = []
+    for err in exc.errors():
+        name = ".".join(str(p) for p in err["loc"]) or "settings"
+        where = sources.get(name)
+        value = err.get("input")
+        parts.append(f"{name} ({where}) = {value!r}: {err['msg']}" if where else f"{name}: {err['msg']}")
+    return "; ".join(parts)
+
+
+# --- suites: several evaluations in one TOML file ---------------------------------------------------
+SUITE_SOURCE: Source = "config file"
+
+
+class SuiteEntry(BaseModel):
+    """One ``[[eval]]`` table of a suite file: an environment id and its settings."""
+
+    model_config = ConfigDict(frozen=True)
+
+    env_id: str
+    settings: dict[str, Any]
+    #: Where it was read from, for messages (``suite.toml [[eval]] #2``).
+    origin: str
+
+
+def load_suite(path: str | Path) -> list[SuiteEntry]:
+    """Read a suite file: one or more ``[[eval]]`` tables, each an ``env_id`` plus ``EvalSettings`` keys
+    (``env_args`` and ``sampling_args`` as inline or sub-tables). Raises ``ConfigError`` on a bad file."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"suite file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read suite file {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"suite file {path} is not valid TOML: {exc}") from None
+    extra = sorted(set(data) - {"eval"})
+    tables = data.get("eval")
+    if extra or not isinstance(tables, list) or not tables:
+        raise ConfigError(
+            f"suite file {path} must hold one or more [[eval]] tables"
+            + (f" and nothing else (found: {', '.join(extra)})" if extra else "")
+        )
+    entries: list[SuiteEntry] = []
+    for i, table in enumerate(tables, start=1):
+        origin = f"{path} [[eval]] #{i}"
+        if not isinstance(table, dict):
+            raise ConfigError(f"{origin} must be a table")
+        settings = dict(table)
+        env_id = settings.pop("env_id", None) or settings.pop("env", None)
+        if not isinstance(env_id, str) or not env_id:
+            raise ConfigError(f'{origin} needs env_id = "…" (the environment to evaluate)')
+        unknown = sorted(set(settings) - SETTING_NAMES)
+        if unknown:
+            raise ConfigError(
+                f"{origin}: unknown setting(s) {', '.join(unknown)}; known: env_id, {', '.join(sorted(SETTING_NAMES))}"
+            )
+        entries.append(SuiteEntry(env_id=env_id, settings=settings, origin=origin))
+    return entries
+
+
+def resolve_eval_config(
+    env_id: str,
+    *layers: tuple[Source, Mapping[str, Any]],
+    package_defaults: Mapping[str, Any] | None = None,
+    runs_root: Path | None = None,
+) -> EvalConfig:
+    """``EvalConfig.resolve`` plus the run-directory policy: find the run to resume (``resume=True``: the
+    newest incomplete run of this environment and model that agrees with the settings given; a path:
+    that run), and pick the run directory (the resumed run's, ``output_dir``, or a new
+    ``<runs_root>/<env>--<model>/<timestamp-id>/``). ``env_id`` is normalised as runs record it."""
+    env_id = normalize_name(env_id)
+    runs_root = runs_root if runs_root is not None else runs.DEFAULT_OUTPUT_ROOT  # read late: tests move it
+    explicit: dict[str, Any] = {}
+    for _, layer in layers:
+        explicit.update(given(layer))
+    model = explicit.get("model", DEFAULT_MODEL)
+    output_dir = Path(explicit["output_dir"]) if explicit.get("output_dir") is not None else None
+    resume = explicit.get("resume")
+    resume = Path(resume) if isinstance(resume, str) else resume
+    if resume is not None and resume is not False and explicit.get("save_results") is False:
+        raise ConfigError("resume needs saved results; drop save_results=False (--no-save)")
+    wanted: dict[str, Any] = {
+        k: explicit[k] for k in ("rollouts_per_example", "env_args", "seed", "shuffle") if k in explicit
+    }
+    if wanted.get("shuffle") is False:
+        del wanted["shuffle"]  # not asking for a shuffle matches any run
+    try:
+        saved = saved_run_for(
+            env_id, model, resume=resume, output_dir=output_dir, wanted=wanted, base=runs_root
+        )
+    except ResumeError as exc:
+        raise ConfigError(str(exc)) from None
+    if saved is not None:
+        sm = saved.metadata
+        if normalize_name(sm.env_id) != env_id or sm.model != model:
+            raise ResumeMismatchError(
+                f"cannot resume {saved.path}: it is a run of {sm.env_id} with model {sm.model}, "
+                f"not {env_id} with {model}"
+            )
+    config = EvalConfig.resolve(
+        env_id, *layers, saved=saved.metadata if saved else None, package_defaults=package_defaults
+    )
+    if not config.save_results:
+        return config
+    update: dict[str, Any] = {"resume": bool(config.resume)}
+    sources = dict(config.sources)
+    notes = list(config.notes)
+    if saved is not None:
+        update["output_dir"] = saved.path
+        sources["output_dir"] = RESUMED_SOURCE
+    elif config.output_dir is None:
+        update["output_dir"] = new_run_dir(env_id, config.model, runs_root)
+        if config.resume:
+            notes.append(f"no incomplete run of {env_id} with {config.model} to resume; starting a new one")
+    return config.model_copy(update={**update, "sources": sources, "notes": notes})
+
+
+def given(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings actually given (``None`` means "not given" everywhere in this module)."""
+    return {k: v for k, v in settings.items() if v is not None}
+
+
+__all__ = [
+    "DEFAULT_SOURCE",
+    "PACKAGE_KEYS",
+    "PACKAGE_SOURCE",
+    "RESUMED_SOURCE",
+    "SETTING_NAMES",
+    "SUITE_SOURCE",
+    "ApiKind",
+    "ClientBackend",
+    "ConfigError",
+    "EvalConfig",
+    "EvalSettings",
+    "RunSettings",
+    "SuiteEntry",
+    "given",
+    "load_suite",
+    "resolve_eval_config",
+]

@@ -1,0 +1,106 @@
+"""Starting the in-sandbox agent (``_agent.py``): its command line and configuration, and the pipe pair the
+host talks to it over. Shared by every backend."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from verifiers.sandbox._host import HostPython
+from verifiers.sandbox._state import StateDir
+from verifiers.sandbox._types import SandboxLimits
+
+AGENT_SOURCE = Path(__file__).with_name("_agent.py")
+CREATE_TIMEOUT_S = 30.0
+
+
+@dataclass
+class Launched:
+    """A started agent: the host process (bwrap, local agent, or the already-exited ``runsc run``) and
+    our ends of the agent's stdin/stdout pipes."""
+
+    proc: asyncio.subprocess.Process
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    read_transport: asyncio.ReadTransport
+    workdir: str
+
+
+def sandbox_env(python: HostPython, home: str, tmp: str) -> dict[str, str]:
+    """The scrubbed environment every command starts from (the caller's ``env`` is added on top)."""
+    return {
+        "PATH": f"{python.bindir}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": home,
+        "TMPDIR": tmp,
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "USER": "sandbox",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
+
+def agent_config(
+    sandbox_id: str, limits: SandboxLimits, *, workspace: str, scratch: list[str], env: dict[str, str],
+    uid: int | None, pidns: bool, nproc_extra: int = 0,
+) -> str:  # fmt: skip
+    return json.dumps(
+        {
+            "id": sandbox_id,
+            "workspace": workspace,
+            "scratch": scratch,
+            "uid": uid,
+            "gid": uid,
+            "env": env,
+            "limits": limits.agent_dict(),
+            "pidns": pidns,
+            "nproc_extra": nproc_extra,
+        }
+    )
+
+
+def agent_argv(python: HostPython, agent_path: str, config: str) -> list[str]:
+    # Isolated mode without site: the agent sees the standard library only, whatever the host installed.
+    return [python.executable, "-I", "-S", "-B", agent_path, config]
+
+
+async def spawn_agent(
+    argv: list[str], sd: StateDir, workdir: str, *, cwd: str | None = None, env: dict[str, str] | None = None
+) -> Launched:
+    """Start ``argv`` (which runs the agent) with its stdin/stdout on fresh pipes; stderr goes to
+    ``startup.log`` in the state dir."""
+    # Our own pipes rather than asyncio's PIPE: with `runsc run --detach` the launcher exits while the
+    # sandbox keeps the pipes, and asyncio would tie the launcher's wait() to the pipes closing.
+    to_agent_r, to_agent_w = os.pipe()
+    from_agent_r, from_agent_w = os.pipe()
+    logf = open(sd.path / "startup.log", "wb")  # noqa: SIM115, ASYNC230 - a local file, handed to the child
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=to_agent_r,
+            stdout=from_agent_w,
+            stderr=logf,
+            cwd=cwd,
+            env=env if env is not None else {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+            start_new_session=True,
+        )
+    except BaseException:
+        for fd in (to_agent_w, from_agent_r):
+            os.close(fd)
+        raise
+    finally:
+        logf.close()
+        os.close(to_agent_r)
+        os.close(from_agent_w)
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 20)
+    read_transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(from_agent_r, "rb", buffering=0)
+    )
+    write_transport, write_protocol = await loop.connect_write_pipe(
+        lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), os.fdopen(to_agent_w, "wb", buffering=0)
+    )
+    writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)
+    return Launched(proc, reader, writer, read_transport, workdir)
