@@ -6,8 +6,9 @@ The public API is re-exported here lazily: ``import verifiers`` costs only what 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from verifiers._exports import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -48,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "Endpoint": "verifiers.clients.client",
     # eval
     "EvalRun": "verifiers.eval.run",
+    "EvalConfig": "verifiers.eval.config",
     "RunProgress": "verifiers.eval.engine",
     "pass_at_k": "verifiers.eval.metrics",
     # types
@@ -58,58 +60,67 @@ _EXPORTS: dict[str, str] = {
     "Messages": "verifiers.types",
     "ChatMessage": "verifiers.types",
 }
-_SUBMODULES = {
-    "errors",
-    "types",
-    "envs",
-    "rubrics",
-    "parsers",
-    "clients",
-    "eval",
-    "sandbox",
-    "hub",
-    "data",
-}
+_SUBMODULES = ("errors", "types", "envs", "rubrics", "parsers", "clients", "data", "eval", "sandbox", "hub")
 
 __all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _SUBMODULES)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    if name in _SUBMODULES:
-        return importlib.import_module(f"verifiers.{name}")
-    raise AttributeError(f"module 'verifiers' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS, *_SUBMODULES])
-
-
-if TYPE_CHECKING:  # for type checkers and IDEs; no runtime cost
-    from verifiers import data as data
-    from verifiers.clients.client import Client, Endpoint
-    from verifiers.envs.env_group import EnvGroup
-    from verifiers.envs.environment import Environment
-    from verifiers.envs.loading import installed_environments, load_environment
-    from verifiers.envs.multiturn import MultiTurnEnv, stop
-    from verifiers.envs.sandbox_env import SandboxEnv
-    from verifiers.envs.singleturn import SingleTurnEnv
-    from verifiers.envs.stateful_tool_env import StatefulToolEnv
-    from verifiers.envs.tool_env import ToolEnv
-    from verifiers.envs.tool_schema import Tool, ToolArgumentError, ToolCallError, UnknownToolError
-    from verifiers.eval.engine import RunProgress
-    from verifiers.eval.metrics import pass_at_k
-    from verifiers.eval.run import EvalRun
-    from verifiers.parsers.boxed import extract_boxed_answer
-    from verifiers.parsers.parser import Parser
-    from verifiers.parsers.think import MaybeThinkParser, ThinkParser
-    from verifiers.parsers.xml import XMLParser
-    from verifiers.rubrics.hybrid_math_rubric import HybridMathRubric
-    from verifiers.rubrics.judge_rubric import JudgeRubric
-    from verifiers.rubrics.math_pool import MathVerifyPool
-    from verifiers.rubrics.math_rubric import MathRubric
-    from verifiers.rubrics.rubric import Rubric, RubricGroup, Score, compute_advantages, group_reward
-    from verifiers.types import ChatMessage, Messages, ModelResponse, RolloutResult, RunMetadata, State
+if TYPE_CHECKING:  # the same names, for type checkers and IDEs; no runtime cost
+    from verifiers import (
+        clients as clients,
+        data as data,
+        envs as envs,
+        errors as errors,
+        eval as eval,
+        hub as hub,
+        parsers as parsers,
+        rubrics as rubrics,
+        sandbox as sandbox,
+        types as types,
+    )
+    from verifiers.clients.client import Client as Client, Endpoint as Endpoint
+    from verifiers.envs.env_group import EnvGroup as EnvGroup
+    from verifiers.envs.environment import Environment as Environment
+    from verifiers.envs.loading import (
+        installed_environments as installed_environments,
+        load_environment as load_environment,
+    )
+    from verifiers.envs.multiturn import MultiTurnEnv as MultiTurnEnv, stop as stop
+    from verifiers.envs.sandbox_env import SandboxEnv as SandboxEnv
+    from verifiers.envs.singleturn import SingleTurnEnv as SingleTurnEnv
+    from verifiers.envs.stateful_tool_env import StatefulToolEnv as StatefulToolEnv
+    from verifiers.envs.tool_env import ToolEnv as ToolEnv
+    from verifiers.envs.tool_schema import (
+        Tool as Tool,
+        ToolArgumentError as ToolArgumentError,
+        ToolCallError as ToolCallError,
+        UnknownToolError as UnknownToolError,
+    )
+    from verifiers.eval.config import EvalConfig as EvalConfig
+    from verifiers.eval.engine import RunProgress as RunProgress
+    from verifiers.eval.metrics import pass_at_k as pass_at_k
+    from verifiers.eval.run import EvalRun as EvalRun
+    from verifiers.parsers.boxed import extract_boxed_answer as extract_boxed_answer
+    from verifiers.parsers.parser import Parser as Parser
+    from verifiers.parsers.think import MaybeThinkParser as MaybeThinkParser, ThinkParser as ThinkParser
+    from verifiers.parsers.xml import XMLParser as XMLParser
+    from verifiers.rubrics.hybrid_math_rubric import HybridMathRubric as HybridMathRubric
+    from verifiers.rubrics.judge_rubric import JudgeRubric as JudgeRubric
+    from verifiers.rubrics.math_pool import MathVerifyPool as MathVerifyPool
+    from verifiers.rubrics.math_rubric import MathRubric as MathRubric
+    from verifiers.rubrics.rubric import (
+        Rubric as Rubric,
+        RubricGroup as RubricGroup,
+        Score as Score,
+        compute_advantages as compute_advantages,
+        group_reward as group_reward,
+    )
+    from verifiers.types import (
+        ChatMessage as ChatMessage,
+        Messages as Messages,
+        ModelResponse as ModelResponse,
+        RolloutResult as RolloutResult,
+        RunMetadata as RunMetadata,
+        State as State,
+    )

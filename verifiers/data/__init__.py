@@ -8,47 +8,67 @@
 - ``fields`` / ``filters``: a record's question / answer / info, and solve-rate range filters;
 - ``qa``: ``qa_dataset``, the whole path of a question/answer environment's data (source → filter → rows).
 
-Importing this package imports neither ``datasets`` nor ``pyarrow`` (nor pydantic).
+Every name is imported on first access (docs/architecture.md); no module imports ``datasets`` or
+``pyarrow`` before a source needs them.
 """
 
-from verifiers.data.fields import decode_json, qa_fields
-from verifiers.data.filters import column, range_indices, rows_in_range
-from verifiers.data.normalize import build_prompt, normalize_row
-from verifiers.data.qa import qa_dataset
-from verifiers.data.rows import DatasetBuilder, DatasetLike, RowConverter, Rows, RowSource
-from verifiers.data.sources import (
-    INTELLECT3,
-    INTELLECT3_DATASET,
-    LOCAL_SUFFIXES,
-    hf_records,
-    is_intellect3,
-    local_path,
-    read_records,
-    source_kind,
-    source_records,
-)
+from __future__ import annotations
 
-__all__ = [
-    "INTELLECT3",
-    "INTELLECT3_DATASET",
-    "LOCAL_SUFFIXES",
-    "DatasetBuilder",
-    "DatasetLike",
-    "RowConverter",
-    "RowSource",
-    "Rows",
-    "build_prompt",
-    "column",
-    "decode_json",
-    "hf_records",
-    "is_intellect3",
-    "local_path",
-    "normalize_row",
-    "qa_dataset",
-    "qa_fields",
-    "range_indices",
-    "read_records",
-    "rows_in_range",
-    "source_kind",
-    "source_records",
-]
+from typing import TYPE_CHECKING
+
+from verifiers._exports import lazy_exports
+
+_EXPORTS: dict[str, str] = {
+    "decode_json": "verifiers.data.fields",
+    "qa_fields": "verifiers.data.fields",
+    "column": "verifiers.data.filters",
+    "range_indices": "verifiers.data.filters",
+    "rows_in_range": "verifiers.data.filters",
+    "build_prompt": "verifiers.data.normalize",
+    "normalize_row": "verifiers.data.normalize",
+    "qa_dataset": "verifiers.data.qa",
+    "DatasetBuilder": "verifiers.data.rows",
+    "DatasetLike": "verifiers.data.rows",
+    "RowConverter": "verifiers.data.rows",
+    "RowSource": "verifiers.data.rows",
+    "Rows": "verifiers.data.rows",
+    "INTELLECT3": "verifiers.data.sources",
+    "INTELLECT3_DATASET": "verifiers.data.sources",
+    "LOCAL_SUFFIXES": "verifiers.data.sources",
+    "hf_records": "verifiers.data.sources",
+    "is_intellect3": "verifiers.data.sources",
+    "local_path": "verifiers.data.sources",
+    "read_records": "verifiers.data.sources",
+    "source_kind": "verifiers.data.sources",
+    "source_records": "verifiers.data.sources",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+if TYPE_CHECKING:  # the same names, for type checkers and IDEs
+    from verifiers.data.fields import decode_json as decode_json, qa_fields as qa_fields
+    from verifiers.data.filters import (
+        column as column,
+        range_indices as range_indices,
+        rows_in_range as rows_in_range,
+    )
+    from verifiers.data.normalize import build_prompt as build_prompt, normalize_row as normalize_row
+    from verifiers.data.qa import qa_dataset as qa_dataset
+    from verifiers.data.rows import (
+        DatasetBuilder as DatasetBuilder,
+        DatasetLike as DatasetLike,
+        RowConverter as RowConverter,
+        Rows as Rows,
+        RowSource as RowSource,
+    )
+    from verifiers.data.sources import (
+        INTELLECT3 as INTELLECT3,
+        INTELLECT3_DATASET as INTELLECT3_DATASET,
+        LOCAL_SUFFIXES as LOCAL_SUFFIXES,
+        hf_records as hf_records,
+        is_intellect3 as is_intellect3,
+        local_path as local_path,
+        read_records as read_records,
+        source_kind as source_kind,
+        source_records as source_records,
+    )

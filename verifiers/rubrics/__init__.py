@@ -1,68 +1,56 @@
 """Rubrics: reward functions, their weights, and how they are combined.
 
-``MathRubric``, ``JudgeRubric``, ``HybridMathRubric`` and ``MathVerifyPool`` are imported on first
-access, so importing this package never pulls in their modules (their heavy dependencies, math-verify
-and sympy, load only inside worker processes anyway).
+Every name is imported on first access (docs/architecture.md), so importing this package pulls in none
+of its modules (the heavy dependencies, math-verify and sympy, load only inside worker processes anyway).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from verifiers.rubrics.rubric import (
-    Rubric,
-    RubricGroup,
-    Score,
-    compute_advantages,
-    group_reward,
-    is_group_reward,
-)
+from verifiers._exports import lazy_exports
 
-_LAZY: dict[str, str] = {
-    "MathRubric": "verifiers.rubrics.math_rubric",
+_EXPORTS: dict[str, str] = {
     "question_text": "verifiers.parsers.parser",
+    "HybridMathRubric": "verifiers.rubrics.hybrid_math_rubric",
+    "JudgeRubric": "verifiers.rubrics.judge_rubric",
+    "JudgeVerdict": "verifiers.rubrics.judge_rubric",
+    "judge_from_args": "verifiers.rubrics.judge_rubric",
+    "parse_verdict": "verifiers.rubrics.judge_rubric",
     "MathVerifyPool": "verifiers.rubrics.math_pool",
     "VerifyOutcome": "verifiers.rubrics.math_pool",
     "quick_verdict": "verifiers.rubrics.math_pool",
-    "JudgeRubric": "verifiers.rubrics.judge_rubric",
-    "JudgeVerdict": "verifiers.rubrics.judge_rubric",
-    "parse_verdict": "verifiers.rubrics.judge_rubric",
-    "judge_from_args": "verifiers.rubrics.judge_rubric",
-    "HybridMathRubric": "verifiers.rubrics.hybrid_math_rubric",
+    "MathRubric": "verifiers.rubrics.math_rubric",
+    "Rubric": "verifiers.rubrics.rubric",
+    "RubricGroup": "verifiers.rubrics.rubric",
+    "Score": "verifiers.rubrics.rubric",
+    "compute_advantages": "verifiers.rubrics.rubric",
+    "group_reward": "verifiers.rubrics.rubric",
+    "is_group_reward": "verifiers.rubrics.rubric",
 }
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
-__all__ = [
-    "HybridMathRubric",
-    "JudgeRubric",
-    "JudgeVerdict",
-    "MathRubric",
-    "MathVerifyPool",
-    "Rubric",
-    "RubricGroup",
-    "Score",
-    "VerifyOutcome",
-    "compute_advantages",
-    "group_reward",
-    "is_group_reward",
-    "judge_from_args",
-    "parse_verdict",
-    "question_text",
-    "quick_verdict",
-]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'verifiers.rubrics' has no attribute {name!r}")
-
-
-if TYPE_CHECKING:
-    from verifiers.parsers.parser import question_text
-    from verifiers.rubrics.hybrid_math_rubric import HybridMathRubric
-    from verifiers.rubrics.judge_rubric import JudgeRubric, JudgeVerdict, judge_from_args, parse_verdict
-    from verifiers.rubrics.math_pool import MathVerifyPool, VerifyOutcome, quick_verdict
-    from verifiers.rubrics.math_rubric import MathRubric
+if TYPE_CHECKING:  # the same names, for type checkers and IDEs
+    from verifiers.parsers.parser import question_text as question_text
+    from verifiers.rubrics.hybrid_math_rubric import HybridMathRubric as HybridMathRubric
+    from verifiers.rubrics.judge_rubric import (
+        JudgeRubric as JudgeRubric,
+        JudgeVerdict as JudgeVerdict,
+        judge_from_args as judge_from_args,
+        parse_verdict as parse_verdict,
+    )
+    from verifiers.rubrics.math_pool import (
+        MathVerifyPool as MathVerifyPool,
+        VerifyOutcome as VerifyOutcome,
+        quick_verdict as quick_verdict,
+    )
+    from verifiers.rubrics.math_rubric import MathRubric as MathRubric
+    from verifiers.rubrics.rubric import (
+        Rubric as Rubric,
+        RubricGroup as RubricGroup,
+        Score as Score,
+        compute_advantages as compute_advantages,
+        group_reward as group_reward,
+        is_group_reward as is_group_reward,
+    )
