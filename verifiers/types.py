@@ -71,19 +71,6 @@ class State(dict[str, Any]):
 
 
 @dataclass(slots=True)
-class Usage:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    def add(self, prompt_tokens: int, completion_tokens: int) -> None:
-        self.prompt_tokens += prompt_tokens
-        self.completion_tokens += completion_tokens
-
-    def as_dict(self) -> dict[str, int]:
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
-
-
-@dataclass(slots=True)
 class ModelResponse:
     """One model call's outcome, already decoded from the server's JSON."""
 
@@ -127,9 +114,16 @@ class TurnInfo(BaseModel):
     finish_reason: str | None = None
 
 
-class UsageInfo(BaseModel):
+class Usage(BaseModel):
+    """Token usage: a client's running totals, a rollout's ``usage`` (kept in ``State`` as this model's
+    dict, ``{"prompt_tokens": …, "completion_tokens": …}``, for speed) and a run's totals in metadata."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
+
+    def add(self, prompt_tokens: int, completion_tokens: int) -> None:
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
 
 
 class TimingInfo(BaseModel):
@@ -156,7 +150,7 @@ class RolloutResult(BaseModel):
     stop_condition: str | None
     is_truncated: bool
     turns: list[TurnInfo]
-    usage: UsageInfo
+    usage: Usage
     timing: TimingInfo
     env_id: str
     env_version: str
@@ -197,7 +191,7 @@ class RunMetadata(BaseModel):
     std_reward: float | None = None
     avg_metrics: dict[str, float] = Field(default_factory=dict)
     pass_at_k: dict[str, float] = Field(default_factory=dict)
-    usage: UsageInfo = Field(default_factory=UsageInfo)
+    usage: Usage = Field(default_factory=Usage)
     duration_s: float = 0.0
     extra: dict[str, Any] = Field(default_factory=dict)
 
@@ -218,5 +212,4 @@ __all__ = [
     "TimingInfo",
     "TurnInfo",
     "Usage",
-    "UsageInfo",
 ]

@@ -50,7 +50,7 @@ async def test_chat_returns_message_usage_and_sampling_args(
     assert r.message == {"role": "assistant", "content": "hello there"}
     assert r.finish_reason == "stop"
     assert (r.prompt_tokens, r.completion_tokens) == (7, 2)
-    assert c.usage.as_dict() == {"prompt_tokens": 7, "completion_tokens": 2}
+    assert (c.usage.prompt_tokens, c.usage.completion_tokens) == (7, 2)
     sent = scripted.requests[-1]
     assert sent["model"] == "my-model" and sent["temperature"] == 0.3 and sent["max_tokens"] == 5
     assert sent["messages"] == MSGS
@@ -293,7 +293,7 @@ async def test_responses_api_text_usage_and_request(scripted: ScriptedServer, ba
     assert r.message == {"role": "assistant", "content": "hello there"}
     assert r.finish_reason == "stop"
     assert (r.prompt_tokens, r.completion_tokens) == (7, 2)
-    assert c.usage.as_dict() == {"prompt_tokens": 7, "completion_tokens": 2}
+    assert (c.usage.prompt_tokens, c.usage.completion_tokens) == (7, 2)
     assert scripted.request_meta[-1]["path"] == "/v1/responses"
     sent = scripted.requests[-1]
     assert sent["model"] == "my-model" and sent["input"] == msgs

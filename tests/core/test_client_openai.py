@@ -16,8 +16,8 @@ import openai
 import pytest
 
 from tests.scripted_server import Reply, ScriptedServer
-from verifiers.clients import Client, Endpoint, as_client, owned_client
-from verifiers.errors import AuthenticationError, EndpointUnavailableError
+from verifiers.clients import Backend, Client, ClientOptions, Endpoint, as_client, owned_client
+from verifiers.errors import AuthenticationError, EndpointUnavailableError, RequestTimeoutError
 
 MSGS = [{"role": "user", "content": "hi"}]
 API_VERSION = "2024-06-01"
@@ -66,7 +66,7 @@ async def test_async_openai_is_taken_over_by_the_fast_transport(scripted: Script
     client = as_client(sdk)
     assert client is not sdk
     assert (client.backend, client.max_retries, client.timeout) == ("aiohttp", 4, 12.0)
-    assert client.base_urls == [str(sdk.base_url)]
+    assert client.base_urls == [str(sdk.base_url).rstrip("/")]  # recorded as the user wrote it
     async with client:
         assert (await client.chat("m", MSGS)).text == "ok"
     headers = scripted.request_meta[-1]["headers"]
@@ -80,14 +80,22 @@ async def test_async_openai_is_taken_over_by_the_fast_transport(scripted: Script
     await sdk.close()
 
 
-async def test_async_openai_options_override_what_it_carries(scripted: ScriptedServer) -> None:
-    sdk = openai.AsyncOpenAI(base_url=scripted.url, api_key="k", default_headers={"X-A": "1"})
-    async with owned_client(sdk, max_retries=0, headers={"X-B": "2"}, api="responses") as c:
-        assert (c.max_retries, c.api) == (0, "responses")
+@pytest.mark.parametrize("backend", ["aiohttp", "openai"])
+async def test_async_openai_options_override_what_it_carries(
+    scripted: ScriptedServer, backend: Backend
+) -> None:
+    sdk = openai.AsyncOpenAI(base_url=scripted.url, api_key="k", default_headers={"X-A": "1"}, timeout=50.0)
+    opts: ClientOptions = {"max_retries": 0, "headers": {"X-B": "2"}, "api": "responses", "timeout": 0.3}
+    async with owned_client(sdk, backend=backend, **opts) as c:
+        assert (c.backend, c.max_retries, c.api, c.timeout) == (backend, 0, "responses", 0.3)
         await c.chat("m", MSGS)
-    headers = scripted.request_meta[-1]["headers"]
+        scripted.enqueue(Reply(delay=1.0))
+        with pytest.raises(RequestTimeoutError):  # the overriding timeout is the one applied
+            await c.chat("m", MSGS)
+    headers = scripted.request_meta[0]["headers"]
     assert (headers["x-a"], headers["x-b"]) == ("1", "2")
-    assert scripted.request_meta[-1]["path"] == "/v1/responses"
+    assert scripted.request_meta[0]["path"] == "/v1/responses"
+    assert sdk.timeout == 50.0 and sdk.max_retries == 2  # the caller's client is unchanged
     await sdk.close()
 
 

@@ -240,3 +240,17 @@ async def test_single_env_records_its_merged_args_and_resume_accepts_them(script
         scripted.url, "m", sampling_args={"temperature": 0.0}, output_dir=tmp_path / "r", resume=True
     )
     assert again.metadata.counts.completed == 1
+
+
+async def test_evaluate_and_generate_take_an_async_openai_client(scripted, tmp_path: Path) -> None:
+    import openai
+
+    import verifiers as vf
+
+    env = vf.SingleTurnEnv(dataset=[{"question": "q", "answer": "ok"}], rubric=vf.Rubric([lambda: 1.0]))
+    sdk = openai.AsyncOpenAI(base_url=scripted.url, api_key="sk-test", default_headers={"X-Probe": "1"})
+    run = await env.a_evaluate(sdk, "m", output_dir=tmp_path / "r")
+    assert run.metadata.base_url == scripted.url and run.metadata.counts.scored == 1
+    states = await env.a_generate(env.select_rows(), sdk, "m")
+    assert states[0]["reward"] == 1.0
+    await sdk.close()  # still the caller's: evaluate did not close it

@@ -19,6 +19,7 @@ LAYERS: dict[str, int] = {
     "types": 0,
     "errors": 0,
     "_exit_hooks": 0,
+    "_exports": 0,
     "sandbox": 1,
     "hub": 1,
     "parsers": 2,

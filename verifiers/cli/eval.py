@@ -529,7 +529,7 @@ def _run_and_report(config: EvalConfig, out: Console, json_output: bool, verbose
     from verifiers.clients.local_model import LocalModelError
     from verifiers.eval.config import ConfigError
     from verifiers.eval.launch import EndpointCheckError, target_of
-    from verifiers.eval.run import ResumeMismatchError
+    from verifiers.eval.runs import ResumeMismatchError
     from verifiers.eval.sync import run_async
 
     env = _load_env(config.env_id, config.env_args, verbose)

@@ -89,7 +89,8 @@ def _from_openai(sdk: openai.AsyncOpenAI, backend: Backend | None, options: Clie
         taken["connect_timeout"] = connect
     headers = {**_headers_of(sdk), **(options.get("headers") or {})}
     opts = {**taken, **options, "headers": headers or None}
-    return Client(str(sdk.base_url), sdk.api_key or None, backend="aiohttp", **opts)
+    # The SDK stores its base URL with a trailing slash; record it as the user wrote it.
+    return Client(str(sdk.base_url).rstrip("/"), sdk.api_key or None, backend="aiohttp", **opts)
 
 
 def as_client(

@@ -124,13 +124,16 @@ class OpenAISDKTransport:
         self._sdk_timeout = self._openai.Timeout(seconds, connect=connect_timeout)
         self._given: openai.AsyncOpenAI | None = None
         if sdk_client is not None:
-            # A copy sharing the caller's connection pool, with the SDK's retries off (ours apply) and
-            # the caller's timeout unless one was given here.
+            # A copy sharing the caller's connection pool, with the SDK's retries off (ours apply), its
+            # own timeout unless one was given here, and our headers added to its default headers.
+            overrides: dict[str, Any] = {"max_retries": 0}
             if timeout is None:
                 seconds = timeout_seconds(sdk_client.timeout)[0]
-                self._given = sdk_client.with_options(max_retries=0)
             else:
-                self._given = sdk_client.with_options(max_retries=0, timeout=self._sdk_timeout)
+                overrides["timeout"] = self._sdk_timeout
+            if headers:
+                overrides["default_headers"] = dict(headers)
+            self._given = sdk_client.with_options(**overrides)
         self._timeout_text = f"{seconds:g}s"
         self._clients: list[openai.AsyncOpenAI] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None

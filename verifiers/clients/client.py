@@ -7,9 +7,9 @@ of ``verifiers.errors``. Each attempt goes through a transport (``_transport.Tra
 
 - ``backend="aiohttp"`` (default): one aiohttp session and orjson. Why not the ``openai`` SDK here: this is
   the hot path of every eval and of RL rollout generation. On a 2-core machine against a zero-latency
-  server the SDK tops out near ~1,000 requests/s (httpx plus pydantic model construction per response),
-  while the aiohttp transport sustains ~10,000. We need one request shape and the fields we record, so we
-  speak the protocol directly.
+  server (``benchmarks/zero_latency_server.py``, 64 concurrent requests) the SDK tops out near ~700
+  requests/s (httpx plus pydantic model construction per response), while the aiohttp transport sustains
+  ~11,000. We need one request shape and the fields we record, so we speak the protocol directly.
 - ``backend="openai"``: the ``openai`` SDK (``AsyncOpenAI``, or a caller's ``AsyncAzureOpenAI`` /
   configured client via ``openai_client=``; a custom ``httpx.AsyncClient`` via ``http_client=``), for Azure
   endpoints and auth, SDK auth providers, proxies and other httpx settings. Imported only when used.
@@ -112,12 +112,13 @@ class Client:
         http_client: httpx.AsyncClient | None = None,
         openai_client: openai.AsyncOpenAI | None = None,
     ) -> None:
-        chosen: Backend = backend or ("openai" if http_client or openai_client else "aiohttp")
+        sdk_given = http_client is not None or openai_client is not None
+        chosen: Backend = backend or ("openai" if sdk_given else "aiohttp")
         if chosen not in get_args(Backend):
             raise ValueError(f"backend must be one of {get_args(Backend)}, not {backend!r}")
         if api not in get_args(Api):
             raise ValueError(f"api must be one of {get_args(Api)}, not {api!r}")
-        if chosen == "aiohttp" and (http_client is not None or openai_client is not None):
+        if chosen == "aiohttp" and sdk_given:
             raise ValueError("http_client and openai_client are for backend='openai'")
         if chosen == "openai" and max_connections:
             raise ValueError(
@@ -165,6 +166,7 @@ class Client:
         roots = [e.root for e in self.endpoints]
         keys = [e.api_key for e in self.endpoints]
         self._transport: Transport
+        # Transports are imported on first use: `import verifiers` pays for neither aiohttp nor openai.
         if chosen == "aiohttp":
             from verifiers.clients._aiohttp import AiohttpTransport
 

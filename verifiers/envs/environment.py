@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Unpack
 
-from verifiers.clients import Client
+from verifiers.clients import Client, ClientLike, owned_client
 from verifiers.clients.sampling import merge_sampling_args
 from verifiers.data import DatasetBuilder, DatasetLike, Rows, normalize_row
 from verifiers.eval.config import EvalConfig, RunSettings, resolve_eval_config
@@ -19,19 +18,6 @@ from verifiers.eval.sync import run_sync
 from verifiers.parsers import Parser
 from verifiers.rubrics import Rubric
 from verifiers.types import Messages, MessageType, Row, SamplingArgs, State
-
-
-@asynccontextmanager
-async def _own_client(client: Client | str) -> AsyncIterator[Client]:
-    """``client`` as given, or a client for a base URL that lives (and is closed) with the call."""
-    if isinstance(client, Client):
-        yield client
-        return
-    owned = Client(client)
-    try:
-        yield owned
-    finally:
-        await owned.aclose()
 
 
 class Environment(ABC):
@@ -208,7 +194,7 @@ class Environment(ABC):
     async def a_generate(
         self,
         rows: Sequence[Row],
-        client: Client | str,
+        client: ClientLike,
         model: str,
         *,
         rollouts_per_example: int = 1,
@@ -217,8 +203,9 @@ class Environment(ABC):
         score: ScoreMode = "group",
     ) -> list[State]:
         """Roll out and score every row ``rollouts_per_example`` times; states come back in
-        (row, rollout_index) order. Nothing is written to disk (that is ``evaluate``)."""
-        async with _own_client(client) as client_obj:
+        (row, rollout_index) order. Nothing is written to disk (that is ``evaluate``). ``client`` is a
+        ``Client``, a base URL or an ``openai.AsyncOpenAI`` (see ``verifiers.clients.as_client``)."""
+        async with owned_client(client) as client_obj:
             return await run_generate(
                 self,
                 rows,
@@ -230,13 +217,33 @@ class Environment(ABC):
                 score=score,
             )
 
-    def generate(self, rows: Sequence[Row], client: Client | str, model: str, **kwargs: Any) -> list[State]:
+    def generate(
+        self,
+        rows: Sequence[Row],
+        client: ClientLike,
+        model: str,
+        *,
+        rollouts_per_example: int = 1,
+        max_concurrent: int = 32,
+        sampling_args: SamplingArgs | None = None,
+        score: ScoreMode = "group",
+    ) -> list[State]:
         """Synchronous ``a_generate`` (works inside and outside a running event loop)."""
-        return run_sync(self.a_generate(rows, client, model, **kwargs))
+        return run_sync(
+            self.a_generate(
+                rows,
+                client,
+                model,
+                rollouts_per_example=rollouts_per_example,
+                max_concurrent=max_concurrent,
+                sampling_args=sampling_args,
+                score=score,
+            )
+        )
 
     async def a_evaluate(
         self,
-        client: Client | str | None = None,
+        client: ClientLike | None = None,
         model: str | None = None,
         *,
         config: EvalConfig | None = None,
@@ -251,9 +258,11 @@ class Environment(ABC):
         ./outputs/evals/; ``save_results=False`` keeps them in memory only); ``resume=True`` completes
         a previous run.
 
-        ``client`` is a ``Client`` (used as is, and stays yours to close), a base URL, or omitted (the
-        config's target: ``model`` may be a registry alias or ``local/smollm2``). ``config`` is a
-        resolved ``EvalConfig`` — pass it instead of ``model`` and the settings."""
+        ``client`` is a base URL or omitted (the config's target: ``model`` may then be a registry alias
+        or ``local/smollm2``; the client is made, checked and closed here), or a ready client — a
+        ``Client`` or an ``openai.AsyncOpenAI`` (taken over by the fast transport unless it needs the
+        SDK; see ``verifiers.clients.as_client``) — which stays yours to close. ``config`` is a
+        resolved ``EvalConfig``; pass it instead of ``model`` and the settings."""
         if config is not None and (settings or model is not None):
             raise TypeError("pass either config= or model and settings, not both")
         if config is None:
@@ -265,17 +274,14 @@ class Environment(ABC):
             config = resolve_eval_config(
                 self.env_id, ("argument", given_settings), package_defaults=self.eval_defaults
             )
-        return await run_config(
-            self,
-            config,
-            client=client if isinstance(client, Client) else None,
-            progress=progress,
-            on_group=on_group,
-        )
+        if client is None or isinstance(client, str):
+            return await run_config(self, config, progress=progress, on_group=on_group)
+        async with owned_client(client, max_retries=config.max_retries) as client_obj:
+            return await run_config(self, config, client=client_obj, progress=progress, on_group=on_group)
 
     def evaluate(
         self,
-        client: Client | str | None = None,
+        client: ClientLike | None = None,
         model: str | None = None,
         *,
         config: EvalConfig | None = None,

@@ -60,7 +60,7 @@ def client_for(config: EvalConfig, target: Target) -> Client:
 async def check_endpoints(client: Client, target: Target, notify: Notify = _log_notice) -> None:
     """A ``GET /models`` per endpoint, so a wrong URL or key fails in seconds with a clear message
     (``EndpointCheckError``); a server that does not list the model gets a notice, not an error."""
-    probe = Client(client.endpoints, timeout=20.0, connect_timeout=10.0, max_retries=1, backoff_base=0.2)
+    probe = client.with_options(timeout=20.0, connect_timeout=10.0, max_retries=1, backoff_base=0.2)
     try:
         for i, ep in enumerate(probe.endpoints):
             try:

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifiers.types import RunCounts, RunMetadata, UsageInfo
+from verifiers.types import RunCounts, RunMetadata, Usage
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -112,4 +112,4 @@ class RunAggregate:
         meta.std_reward = self.std_reward
         meta.avg_metrics = self.avg_metrics
         meta.pass_at_k = self.pass_at_k(meta.rollouts_per_example)
-        meta.usage = UsageInfo(prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens)
+        meta.usage = Usage(prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens)

@@ -67,7 +67,7 @@ class XMLParser(Parser):
         for text in reversed(assistant_texts(completion)):
             value = getattr(self.parse(text), self.answer_field)
             if value is not None:
-                return value
+                return str(value)
         return None
 
     def follows_format(self, text: str) -> bool:
