@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from hub_server.models import Environment
-from hub_server.models import Version as VersionRow
+from hub_server.models import Environment, Version as VersionRow
 
 
 def sorted_versions(env: Environment) -> list[VersionRow]:

@@ -48,6 +48,7 @@ class SamplingArgs(TypedDict, total=False):
     user: str
     extra_body: dict[str, Any]
 
+
 MessageType = Literal["chat", "completion"]
 
 

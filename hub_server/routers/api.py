@@ -6,8 +6,7 @@ import re
 from datetime import timedelta
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
-from fastapi import Path as FastAPIPath
+from fastapi import APIRouter, Path as FastAPIPath, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 

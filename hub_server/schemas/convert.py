@@ -6,8 +6,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from hub_server.models import ApiToken, Environment, EvalSummary, File
-from hub_server.models import Version as VersionRow
+from hub_server.models import ApiToken, Environment, EvalSummary, File, Version as VersionRow
 from hub_server.releases import latest_version, sorted_versions
 from hub_server.schemas.bodies import EvalOut, TokenOut
 from hub_server.simple_index import file_url

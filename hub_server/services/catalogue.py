@@ -14,8 +14,7 @@ from sqlalchemy.orm import Session
 from hub_server import schemas
 from hub_server.auth import Principal, can_read
 from hub_server.context import Hub
-from hub_server.models import Environment, EnvironmentTag, File, Owner
-from hub_server.models import Version as VersionRow
+from hub_server.models import Environment, EnvironmentTag, File, Owner, Version as VersionRow
 from hub_server.services.errors import HubError, not_found
 from hub_server.services.lookups import environment_named, visible_filter
 from verifiers.hub import wire

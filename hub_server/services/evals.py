@@ -8,8 +8,7 @@ from sqlalchemy.orm import Session
 from hub_server import schemas
 from hub_server.auth import Principal
 from hub_server.context import Hub
-from hub_server.models import Environment, EvalSummary, Owner, User
-from hub_server.models import Version as VersionRow
+from hub_server.models import Environment, EvalSummary, Owner, User, Version as VersionRow
 from hub_server.services.errors import HubError
 from hub_server.services.lookups import get_environment, get_version
 

@@ -9,8 +9,7 @@ from sqlalchemy import Select, or_, select
 from sqlalchemy.orm import Session
 
 from hub_server.auth import Principal, can_read
-from hub_server.models import Environment, Owner, User
-from hub_server.models import Version as VersionRow
+from hub_server.models import Environment, Owner, User, Version as VersionRow
 from hub_server.releases import find_version
 from hub_server.services.errors import HubError, not_found
 from verifiers.hub.packaging import normalize_name

@@ -19,8 +19,7 @@ from sqlalchemy.exc import IntegrityError
 
 from hub_server.auth import Principal
 from hub_server.context import Hub
-from hub_server.models import Environment, EnvironmentTag, File, Owner, utcnow
-from hub_server.models import Version as VersionRow
+from hub_server.models import Environment, EnvironmentTag, File, Owner, Version as VersionRow, utcnow
 from hub_server.releases import find_version
 from hub_server.services.environments import replace_tags
 from hub_server.services.errors import HubError

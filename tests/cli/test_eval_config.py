@@ -103,3 +103,29 @@ def test_local_model_dry_run_says_max_tokens_is_capped(workdir: Path, smollm: No
     res = vf_eval(workdir, "cli-env", "-m", "local/smollm2", "-t", "4096", "--dry-run")
     assert res.code == 0, res.stderr
     assert "max_tokens 4096 is capped to 1024" in res.stdout
+
+
+def test_client_backend_and_responses_api_flags(workdir: Path, start_server) -> None:
+    srv = start_server(RULES)
+    res = vf_eval(
+        workdir,
+        "cli-env",
+        "-m",
+        "m",
+        "-b",
+        srv.url,
+        "-n",
+        "2",
+        "-r",
+        "1",
+        "--client",
+        "openai",
+        "--api",
+        "responses",
+        "--json",
+    )
+    assert res.code == 0, res.stderr
+    meta = json.loads(res.stdout)["metadata"]
+    assert meta["counts"]["scored"] == 2 and meta["avg_reward"] == 1.0  # q0 and q1 answered right
+    bad = vf_eval(workdir, "cli-env", "-b", srv.url, "--client", "requests")
+    assert_one_line_error(bad, 2, "--client", "requests", "aiohttp", "openai")

@@ -76,7 +76,9 @@ class EnvGroup(Environment):
             client,
             model,
             row,
-            sampling_args=sampling_args if sampling_args is not None else self.request_sampling_args(None, row),
+            sampling_args=sampling_args
+            if sampling_args is not None
+            else self.request_sampling_args(None, row),
             rollout_index=rollout_index,
             endpoint=endpoint,
         )
