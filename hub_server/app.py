@@ -127,6 +127,8 @@ def create_app(settings: HubSettings | None = None) -> FastAPI:
             poller.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await poller
+            if hub.upstream is not None:
+                await hub.upstream.aclose()
             hub.db.dispose()
 
     app = FastAPI(

@@ -12,8 +12,10 @@ from hub_server.auth import AuthError, Principal, authenticate, needs_touch
 from hub_server.blobs import BlobStore, LocalBlobStore
 from hub_server.db import Database
 from hub_server.models import ApiToken, utcnow
+from hub_server.sdk_dist import SdkDist
 from hub_server.settings import HubSettings
 from hub_server.simple_index import IndexCache
+from hub_server.upstream import Upstream
 from hub_server.validation import Limits
 
 log = logging.getLogger("hub_server")
@@ -25,12 +27,26 @@ class Hub:
     db: Database
     blobs: BlobStore
     index: IndexCache
+    #: The index /simple/ falls through to for names the hub does not own; None when disabled.
+    upstream: Upstream | None = None
+    #: The SDK's own wheel and sdist, served under its reserved name.
+    sdk: SdkDist | None = None
 
     @classmethod
     def from_settings(cls, settings: HubSettings) -> Hub:
         db = Database(settings.resolved_database_url)
+        upstream_url = settings.resolved_upstream_index
         return cls(
-            settings=settings, db=db, blobs=LocalBlobStore(settings.resolved_blob_dir), index=IndexCache(db)
+            settings=settings,
+            db=db,
+            blobs=LocalBlobStore(settings.resolved_blob_dir),
+            index=IndexCache(db),
+            upstream=Upstream(
+                upstream_url, ttl=settings.upstream_ttl_seconds, timeout=settings.upstream_timeout_seconds
+            )
+            if upstream_url
+            else None,
+            sdk=SdkDist(settings.resolved_sdk_cache_dir, settings.sdk_dist_dir),
         )
 
     @property

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from sqlalchemy import (
     JSON,
     BigInteger,
     Boolean,
+    Date,
     DateTime,
     Float,
     ForeignKey,
@@ -106,6 +107,10 @@ class ApiToken(Base):
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The token that minted this one over the API (None: made with the CLI); revoking it revokes this.
+    parent_id: Mapped[int | None] = mapped_column(
+        ForeignKey("api_tokens.id", ondelete="SET NULL"), index=True
+    )
     user: Mapped[User] = relationship(lazy="joined")
 
 
@@ -197,6 +202,15 @@ class File(Base):
     core_metadata_sha256: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     version: Mapped[Version] = relationship(back_populates="files")
+
+
+class DownloadEvent(Base):
+    """One row per (file, client, UTC day) that downloaded it: ``download_count`` grows once per row."""
+
+    __tablename__ = "download_events"
+    file_id: Mapped[int] = mapped_column(ForeignKey("files.id", ondelete="CASCADE"), primary_key=True)
+    client: Mapped[str] = mapped_column(String(32), primary_key=True)  # a hash, never the address itself
+    day: Mapped[date] = mapped_column(Date, primary_key=True, index=True)
 
 
 class EvalSummary(Base):

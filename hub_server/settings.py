@@ -48,6 +48,21 @@ class HubSettings(BaseSettings):
     )
     cookie_secure: bool = Field(default=False, description="Mark the web session cookie Secure (HTTPS).")
     auto_migrate: bool = Field(default=True, description="Apply migrations when `vf-hub serve` starts.")
+    upstream_index: str = Field(
+        default="https://pypi.org/simple/",
+        description="Simple index that /simple/<name>/ falls through to for names the hub does not own; "
+        "'none' disables the fall-through.",
+    )
+    upstream_ttl_seconds: float = Field(default=300.0, ge=0, description="How long upstream pages are cached.")
+    upstream_timeout_seconds: float = Field(default=15.0, gt=0, description="Timeout of one upstream request.")
+    sdk_cache_dir: Path | None = Field(
+        default=None, description="Where the SDK's wheel and sdist are built, by version. Default: data_dir/sdk."
+    )
+    sdk_dist_dir: Path | None = Field(
+        default=None,
+        description="A directory holding the SDK's wheel and sdist for the running version, served instead "
+        "of building them (for hubs installed from a wheel, without a source tree).",
+    )
 
     @property
     def resolved_database_url(self) -> str:
@@ -58,6 +73,18 @@ class HubSettings(BaseSettings):
     @property
     def resolved_blob_dir(self) -> Path:
         return self.blob_dir or self.data_dir / "blobs"
+
+    @property
+    def resolved_upstream_index(self) -> str | None:
+        """The upstream simple index URL with a trailing slash, or None when the fall-through is off."""
+        url = self.upstream_index.strip()
+        if not url or url.lower() == "none":
+            return None
+        return url if url.endswith("/") else url + "/"
+
+    @property
+    def resolved_sdk_cache_dir(self) -> Path:
+        return self.sdk_cache_dir or self.data_dir / "sdk"
 
     @property
     def max_request_size(self) -> int:

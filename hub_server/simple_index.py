@@ -105,52 +105,96 @@ def file_url(project: str, filename: str) -> str:
     return f"/files/{project}/{filename}"
 
 
-def render_project(env: Environment) -> ProjectPage:
-    name = env.name
-    versions = sorted(env.versions, key=lambda v: _version_key(v.version))
+@dataclass(frozen=True)
+class IndexFile:
+    """One file link of a project page, whoever serves the file (the hub, the SDK build, an upstream)."""
+
+    filename: str
+    url: str
+    hashes: dict[str, str]
+    requires_python: str | None = None
+    #: None: not yanked; otherwise the reason, possibly empty (PEP 592).
+    yanked: str | None = None
+    #: PEP 658/714 core metadata: its hashes, ``{}`` when present without a hash, None when absent.
+    core_metadata: dict[str, str] | None = None
+    size: int | None = None
+    upload_time: str | None = None
+
+
+def render_files(name: str, versions: list[str], files: list[IndexFile]) -> tuple[bytes, bytes]:
+    """A project page as PEP 503 HTML and PEP 691 JSON, with PEP 592/658/700/714 fields where known."""
+    # PEP 700 makes `size` mandatory from API 1.1 on; a relayed page without sizes stays 1.0.
+    full = all(f.size is not None for f in files)
+    version = API_VERSION if full else "1.0"
     links: list[str] = []
-    files: list[dict[str, object]] = []
-    for ver in versions:
-        for f in sorted(ver.files, key=lambda f: f.filename):
-            url = file_url(name, f.filename)
-            attrs = [f'href="{html.escape(url)}#sha256={f.sha256}"']
-            if ver.requires_python:
-                attrs.append(f'data-requires-python="{html.escape(ver.requires_python)}"')
-            if f.core_metadata_sha256:
-                # PEP 714 name plus the PEP 658 one older pips look for.
-                attrs.append(f'data-core-metadata="sha256={f.core_metadata_sha256}"')
-                attrs.append(f'data-dist-info-metadata="sha256={f.core_metadata_sha256}"')
-            if ver.yanked:
-                attrs.append(f'data-yanked="{html.escape(ver.yanked_reason)}"')
-            links.append(f"<a {' '.join(attrs)}>{html.escape(f.filename)}</a><br>")
-            entry: dict[str, object] = {
-                "filename": f.filename,
-                "url": url,
-                "hashes": {"sha256": f.sha256},
-                "requires-python": ver.requires_python,
-                "yanked": (ver.yanked_reason or True) if ver.yanked else False,
-                "size": f.size,
-                "upload-time": _ts(f.created_at),
-            }
-            if f.core_metadata_sha256:
-                entry["core-metadata"] = {"sha256": f.core_metadata_sha256}
-                entry["dist-info-metadata"] = {"sha256": f.core_metadata_sha256}
-            files.append(entry)
+    entries: list[dict[str, object]] = []
+    for f in files:
+        href = f.url
+        digest = f.hashes.get("sha256")
+        if digest is not None:
+            href += f"#sha256={digest}"
+        elif f.hashes:
+            algo, value = next(iter(f.hashes.items()))
+            href += f"#{algo}={value}"
+        attrs = [f'href="{html.escape(href)}"']
+        if f.requires_python:
+            attrs.append(f'data-requires-python="{html.escape(f.requires_python)}"')
+        if f.core_metadata is not None:
+            meta = next((f"{a}={v}" for a, v in f.core_metadata.items()), "true")
+            # PEP 714 name plus the PEP 658 one older pips look for.
+            attrs.append(f'data-core-metadata="{html.escape(meta)}"')
+            attrs.append(f'data-dist-info-metadata="{html.escape(meta)}"')
+        if f.yanked is not None:
+            attrs.append(f'data-yanked="{html.escape(f.yanked)}"')
+        links.append(f"<a {' '.join(attrs)}>{html.escape(f.filename)}</a><br>")
+        entry: dict[str, object] = {
+            "filename": f.filename,
+            "url": f.url,
+            "hashes": f.hashes,
+            "requires-python": f.requires_python,
+            "yanked": (f.yanked or True) if f.yanked is not None else False,
+        }
+        if f.size is not None:
+            entry["size"] = f.size
+        if f.upload_time is not None:
+            entry["upload-time"] = f.upload_time
+        if f.core_metadata is not None:
+            entry["core-metadata"] = f.core_metadata or True
+            entry["dist-info-metadata"] = f.core_metadata or True
+        entries.append(entry)
     title = html.escape(name)
     body = (
         "<!DOCTYPE html>\n<html><head>"
-        f'<meta name="pypi:repository-version" content="{API_VERSION}">'
+        f'<meta name="pypi:repository-version" content="{version}">'
         f"<title>Links for {title}</title></head>\n<body><h1>Links for {title}</h1>\n"
         + "\n".join(links)
         + "\n</body></html>\n"
     )
-    doc = {
-        "meta": {"api-version": API_VERSION},
-        "name": name,
-        "versions": [v.version for v in versions],
-        "files": files,
-    }
-    return ProjectPage(name, env.owner_id, env.visibility, body.encode(), orjson.dumps(doc))
+    doc: dict[str, object] = {"meta": {"api-version": version}, "name": name}
+    if full:
+        doc["versions"] = versions
+    doc["files"] = entries
+    return body.encode(), orjson.dumps(doc)
+
+
+def render_project(env: Environment) -> ProjectPage:
+    versions = sorted(env.versions, key=lambda v: _version_key(v.version))
+    files = [
+        IndexFile(
+            filename=f.filename,
+            url=file_url(env.name, f.filename),
+            hashes={"sha256": f.sha256},
+            requires_python=ver.requires_python,
+            yanked=ver.yanked_reason if ver.yanked else None,
+            core_metadata={"sha256": f.core_metadata_sha256} if f.core_metadata_sha256 else None,
+            size=f.size,
+            upload_time=_ts(f.created_at),
+        )
+        for ver in versions
+        for f in sorted(ver.files, key=lambda f: f.filename)
+    ]
+    html_, json_ = render_files(env.name, [v.version for v in versions], files)
+    return ProjectPage(env.name, env.owner_id, env.visibility, html_, json_)
 
 
 def render_root(names: list[str]) -> tuple[bytes, bytes]:

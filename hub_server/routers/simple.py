@@ -18,7 +18,10 @@ from hub_server.auth import can_read
 from hub_server.context import Hub
 from hub_server.deps import HubDep, PrincipalDep, optional_principal
 from hub_server.services import HubError
+from hub_server.sdk_dist import SDK_NAME, SdkRelease, SdkUnavailable
+from hub_server.services.accounts import RESERVED_DISTRIBUTIONS
 from hub_server.simple_index import JSON_V1, negotiate
+from hub_server.upstream import UpstreamError
 from verifiers.hub.packaging import normalize_name
 
 router = APIRouter(tags=["simple index"])
@@ -33,6 +36,8 @@ _INDEX_RESPONSES: dict[int | str, dict[str, Any]] = {
         "description": "The index page, in the format chosen by the Accept header (or ?format=json|html).",
     },
     404: {"description": "No such project, or a private one you may not read."},
+    502: {"description": "The hub does not own the name and the upstream index failed."},
+    503: {"description": "The SDK's own files could not be built or found."},
     406: {"description": "None of the Accept types is served."},
 }
 
@@ -83,12 +88,63 @@ async def simple_project(project: str, request: Request) -> Response:
     if media is None:
         return _not_acceptable()
     principal = await optional_principal(request, hub)
+    if project in RESERVED_DISTRIBUTIONS:
+        release = await _sdk_release(hub)
+        return _page_response(release.json if media == JSON_V1 else release.html, media, False)
     hit, page = hub.index.cached_page(project)
     if not hit:
         page = await run_in_threadpool(hub.index.load_page, project)
-    if page is None or not can_read(principal, page):
-        return Response(content=b"Not Found\n", status_code=404, media_type="text/plain")
+    if page is None:
+        # No environment of that name at all: only then ask the upstream. A name the hub owns, even a private
+        # one the caller may not see, is answered here (404 below), so it can neither leak nor be shadowed.
+        return await _upstream_response(hub, project, media)
+    if not can_read(principal, page):
+        return _not_found()
     return _page_response(page.body(media), media, page.visibility == "private")
+
+
+def _not_found() -> Response:
+    return Response(content=b"Not Found\n", status_code=404, media_type="text/plain")
+
+
+async def _upstream_response(hub: Hub, project: str, media: str) -> Response:
+    if hub.upstream is None:
+        return _not_found()
+    try:
+        upstream_page = await hub.upstream.page(project)
+    except UpstreamError as exc:
+        raise HubError(502, f"{exc}; the hub does not own {project!r} and could not relay it") from None
+    if upstream_page is None:
+        return _not_found()
+    return _page_response(upstream_page.body(media), media, False)
+
+
+async def _sdk_release(hub: Hub) -> SdkRelease:
+    assert hub.sdk is not None
+    release = hub.sdk.cached
+    if release is None:
+        try:
+            release = await run_in_threadpool(hub.sdk.release)  # the first request may build (seconds)
+        except SdkUnavailable as exc:
+            raise HubError(503, f"the hub cannot serve {SDK_NAME} right now: {exc}") from None
+    return release
+
+
+def _sdk_download(release: SdkRelease, requested: str, request: Request) -> Response:
+    filename = requested.removesuffix(".metadata")
+    found = release.files.get(filename)
+    if found is None or (filename != requested and found.core_metadata is None):
+        raise services.HubError(404, f"file {requested} not found (or not visible to you)")
+    cache = "public, max-age=31536000, immutable"
+    if filename != requested:
+        assert found.core_metadata is not None
+        return Response(found.core_metadata, media_type="application/octet-stream", headers={"Cache-Control": cache})
+    return FileResponse(
+        found.path,
+        media_type="application/octet-stream",
+        filename=found.filename,
+        headers={"Cache-Control": cache, "X-Content-Type-Options": "nosniff"},
+    )
 
 
 @router.get("/simple/{project}", include_in_schema=False)
@@ -104,6 +160,12 @@ async def simple_project_no_slash(project: str) -> Response:
 )
 @router.head("/files/{project}/{filename}", include_in_schema=False)
 def download(project: str, filename: str, request: Request, hub: HubDep, principal: PrincipalDep) -> Response:
+    if normalize_name(project) in RESERVED_DISTRIBUTIONS and hub.sdk is not None:
+        try:
+            release = hub.sdk.release()  # sync handler: already in a worker thread
+        except SdkUnavailable as exc:
+            raise HubError(503, f"the hub cannot serve {SDK_NAME} right now: {exc}") from None
+        return _sdk_download(release, filename, request)
     found = services.find_download(hub, principal, project, filename)
     cache = "private, max-age=31536000, immutable" if found.private else "public, max-age=31536000, immutable"
     if found.core_metadata is not None:
@@ -113,7 +175,8 @@ def download(project: str, filename: str, request: Request, hub: HubDep, princip
             headers={"Cache-Control": cache},
         )
     if request.method == "GET":
-        services.record_download(hub, found.environment_id)
+        client = request.client.host if request.client else None
+        services.record_download(hub, found, services.download_client(client, principal))
     headers = {"Cache-Control": cache, "X-Content-Type-Options": "nosniff"}
     path = hub.blobs.local_path(found.blob_key)
     if path is not None:

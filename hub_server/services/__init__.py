@@ -8,7 +8,14 @@ route handlers, which run in a thread pool.
 """
 
 from hub_server.services.accounts import add_member, create_org, create_user, whoami
-from hub_server.services.catalogue import Download, find_download, record_download, resolve, search
+from hub_server.services.catalogue import (
+    Download,
+    download_client,
+    find_download,
+    record_download,
+    resolve,
+    search,
+)
 from hub_server.services.environments import (
     delete_environment,
     delete_version,
@@ -34,6 +41,7 @@ __all__ = [
     "create_user",
     "delete_environment",
     "delete_version",
+    "download_client",
     "find_download",
     "find_user",
     "get_environment",

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
-from sqlalchemy import exists, func, or_, select, update
+from sqlalchemy import delete, exists, func, or_, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from hub_server import schemas
-from hub_server.auth import Principal, can_read
+from hub_server.auth import Principal
 from hub_server.context import Hub
-from hub_server.models import Environment, EnvironmentTag, File, Owner, Version as VersionRow
+from hub_server.models import DownloadEvent, Environment, EnvironmentTag, File, Owner, Version as VersionRow
 from hub_server.services.errors import HubError, not_found
-from hub_server.services.lookups import environment_named, visible_filter
+from hub_server.services.lookups import visible_environment_named, visible_filter
 from verifiers.hub import wire
 from verifiers.hub.packaging import normalize_name, parse_env_spec
 
@@ -75,8 +79,8 @@ def resolve(session: Session, principal: Principal | None, spec_text: str) -> tu
         spec = parse_env_spec(spec_text)
     except ValueError as exc:
         raise HubError(422, str(exc)) from None
-    env = environment_named(session, spec.name)
-    if env is None or not can_read(principal, env) or (spec.owner and spec.owner.lower() != env.owner.name):
+    env = visible_environment_named(session, principal, spec.name)
+    if env is None or (spec.owner and spec.owner.lower() != env.owner.name):
         raise not_found(f"environment {spec.owner + '/' if spec.owner else ''}{spec.name}")
     specifier = SpecifierSet(spec.specifier)
     pinned = [s for s in specifier if s.operator in ("==", "===") and "*" not in s.version]
@@ -100,6 +104,7 @@ class Download:
 
     filename: str
     blob_key: str
+    file_id: int
     environment_id: int
     private: bool
     #: The wheel's METADATA when ``<file>.metadata`` was asked for; None when the file itself was.
@@ -111,13 +116,13 @@ def find_download(hub: Hub, principal: Principal | None, project: str, requested
     want_metadata = requested.endswith(_METADATA_SUFFIX)
     filename = requested.removesuffix(_METADATA_SUFFIX)
     with hub.db.read() as session:
+        # Visibility in the query: a private file costs what an absent one does.
         row = session.execute(
-            select(File, Environment)
-            .join(File.version)
-            .join(Environment)
-            .where(File.filename == filename, Environment.name == normalize_name(project))
+            visible_filter(select(File, Environment).join(File.version).join(Environment), principal).where(
+                File.filename == filename, Environment.name == normalize_name(project)
+            )
         ).first()
-        if row is None or not can_read(principal, row[1]):
+        if row is None:
             raise not_found(f"file {requested}")
         file, env = row
         if want_metadata and file.core_metadata is None:
@@ -125,16 +130,38 @@ def find_download(hub: Hub, principal: Principal | None, project: str, requested
         return Download(
             filename=filename,
             blob_key=file.blob_key,
+            file_id=file.id,
             environment_id=env.id,
             private=env.visibility == "private",
             core_metadata=file.core_metadata if want_metadata else None,
         )
 
 
-def record_download(hub: Hub, env_id: int) -> None:
+def download_client(address: str | None, principal: Principal | None) -> str:
+    """Who downloads, for counting: the user when a token came, else the client address; hashed."""
+    who = f"user:{principal.user_id}" if principal is not None else f"addr:{address or '?'}"
+    return hashlib.sha256(who.encode()).hexdigest()[:32]
+
+
+def record_download(hub: Hub, download: Download, client: str) -> bool:
+    """Count a download once per (file, client, UTC day); True if this one counted.
+
+    A loop of GETs from one client adds at most one per file per day. Rows older than yesterday are
+    pruned on the way, so the table holds about two days of distinct downloaders.
+    """
+    today = datetime.now(UTC).date()
     with hub.db.write() as session:
-        session.execute(
-            update(Environment)
-            .where(Environment.id == env_id)
-            .values(download_count=Environment.download_count + 1)
-        )
+        insert = sqlite_insert if session.get_bind().dialect.name == "sqlite" else pg_insert
+        counted = session.execute(
+            insert(DownloadEvent)
+            .values(file_id=download.file_id, client=client, day=today)
+            .on_conflict_do_nothing()
+        ).rowcount
+        if counted:
+            session.execute(
+                update(Environment)
+                .where(Environment.id == download.environment_id)
+                .values(download_count=Environment.download_count + 1)
+            )
+            session.execute(delete(DownloadEvent).where(DownloadEvent.day < today - timedelta(days=1)))
+    return bool(counted)

@@ -8,7 +8,7 @@ from packaging.version import Version
 from sqlalchemy import Select, or_, select
 from sqlalchemy.orm import Session
 
-from hub_server.auth import Principal, can_read
+from hub_server.auth import Principal
 from hub_server.models import Environment, Owner, User, Version as VersionRow
 from hub_server.releases import find_version
 from hub_server.services.errors import HubError, not_found
@@ -31,14 +31,24 @@ def environment_named(session: Session, name: str) -> Environment | None:
     return session.scalar(select(Environment).where(Environment.name == normalize_name(name)))
 
 
+def visible_environment_named(session: Session, principal: Principal | None, name: str) -> Environment | None:
+    """Like ``environment_named``, but None for an environment the caller may not read.
+
+    Visibility is part of the query, so an invisible environment costs exactly what an absent one
+    does (no row, no eager loads): the two cannot be told apart by timing or query count.
+    """
+    stmt = visible_filter(select(Environment), principal)
+    return session.scalar(stmt.where(Environment.name == normalize_name(name)))
+
+
 def get_environment(session: Session, principal: Principal | None, owner: str, name: str) -> Environment:
-    """The environment ``owner/name`` if the caller may read it; otherwise 404 (never 403)."""
-    env = session.scalar(
-        select(Environment)
-        .join(Owner)
-        .where(Environment.name == normalize_name(name), Owner.name == owner.lower())
-    )
-    if env is None or not can_read(principal, env):
+    """The environment ``owner/name`` if the caller may read it; otherwise 404 (never 403).
+
+    Absent and invisible take the same path: visibility is filtered in SQL, before any row is loaded.
+    """
+    stmt = visible_filter(select(Environment).join(Owner), principal)
+    env = session.scalar(stmt.where(Environment.name == normalize_name(name), Owner.name == owner.lower()))
+    if env is None:
         raise not_found(f"environment {owner}/{name}")
     return env
 

@@ -21,6 +21,7 @@ from hub_server.auth import Principal
 from hub_server.context import Hub
 from hub_server.models import Environment, EnvironmentTag, File, Owner, Version as VersionRow, utcnow
 from hub_server.releases import find_version
+from hub_server.services.accounts import check_distribution_name
 from hub_server.services.environments import replace_tags
 from hub_server.services.errors import HubError
 from hub_server.services.lookups import environment_named, get_owner
@@ -80,6 +81,7 @@ def precheck_publish(hub: Hub, principal: Principal | None, owner_name: str, env
     with hub.db.read() as session:
         owner = get_owner(session, owner_name)
         _check_publish_rights(principal, owner)
+        check_distribution_name(env_name)  # reserved names (the SDK the hub serves): 409
         _name_taken(environment_named(session, env_name), owner)
 
 

@@ -1,4 +1,8 @@
-"""API tokens: created (no more scopes than the creator holds), listed, revoked; only hashes are stored."""
+"""API tokens: created, listed, revoked; only hashes are stored.
+
+A token minted over the API by another token (its parent) holds no more scopes than the parent and
+expires no later; revoking a token revokes every token minted from it, transitively.
+"""
 
 from __future__ import annotations
 
@@ -30,7 +34,19 @@ def create_token(
         raise HubError(422, f"scopes must be some of {', '.join(SCOPES)}; got {list(scopes)}")
     if creator is not None and not all(creator.has(s) for s in scopes):
         raise HubError(403, "a token cannot grant scopes its creator's token lacks")
+    expires_at = datetime.now(UTC) + expires_in if expires_in else None
     with hub.db.write() as session:
+        if creator is not None:
+            parent = session.get(ApiToken, creator.token_id)
+            if parent is None or parent.revoked_at is not None:
+                raise HubError(401, "the token making this request was revoked")
+            if parent.expires_at is not None:
+                if expires_at is not None and expires_at > parent.expires_at:
+                    raise HubError(
+                        403,
+                        f"a token cannot outlive the token that creates it (which expires {parent.expires_at:%Y-%m-%d %H:%M} UTC)",
+                    )
+                expires_at = expires_at or parent.expires_at
         user = find_user(session, username)
         if user is None:
             raise HubError(404, f"user {username!r} does not exist")
@@ -43,7 +59,8 @@ def create_token(
             prefix=token[:12],
             name=name,
             scopes=sorted(set(scopes), key=SCOPES.index),
-            expires_at=datetime.now(UTC) + expires_in if expires_in else None,
+            expires_at=expires_at,
+            parent_id=creator.token_id if creator is not None else None,
         )
         session.add(row)
         session.flush()
@@ -58,8 +75,17 @@ def revoke_token(hub: Hub, token_id: int, *, principal: Principal | None = None)
             principal is not None and row.user_id != principal.user_id and not principal.has("admin")
         ):
             raise HubError(404, f"token {token_id} not found")
+        now = utcnow()
+        # Breadth-first over the tokens minted from this one: a leaked parent takes its children with it.
+        frontier = [row.id]
         if row.revoked_at is None:
-            row.revoked_at = utcnow()
+            row.revoked_at = now
+        while frontier:
+            children = session.scalars(select(ApiToken).where(ApiToken.parent_id.in_(frontier))).all()
+            for child in children:
+                if child.revoked_at is None:
+                    child.revoked_at = now
+            frontier = [c.id for c in children]
 
 
 def list_tokens(session: Session, user_id: int) -> list[ApiToken]:

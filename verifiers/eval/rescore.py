@@ -191,9 +191,18 @@ async def rescore_run(
     )
 
 
-def rescore(env: ScorableEnv, run_dir: str | Path, **kwargs: Any) -> RescoreResult:
+def rescore(
+    env: ScorableEnv,
+    run_dir: str | Path,
+    *,
+    output_dir: str | Path | None = None,
+    save: bool = True,
+    pass_threshold: float = 1.0,
+) -> RescoreResult:
     """Synchronous ``rescore_run``."""
-    return run_sync(rescore_run(env, run_dir, **kwargs))
+    return run_sync(
+        rescore_run(env, run_dir, output_dir=output_dir, save=save, pass_threshold=pass_threshold)
+    )
 
 
 __all__ = [

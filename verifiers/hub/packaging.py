@@ -37,16 +37,44 @@ def _hashed(rel: PurePosixPath, module: str) -> bool:
     return in_module and not _skip(rel)
 
 
+def is_module_file(path: str, module: str) -> bool:
+    """Whether ``path`` (relative to the directory holding the package) is one of the hashed files."""
+    return _hashed(PurePosixPath(path), module)
+
+
+class ContentHasher:
+    """The hash of ``hash_files``, fed one file at a time as a stream (so no file need be held in memory).
+
+    Files must come in sorted order of their UTF-8 paths, and each must produce exactly ``length`` bytes.
+    """
+
+    def __init__(self) -> None:
+        self._h = hashlib.sha256()
+        self._last: bytes | None = None
+
+    def add(self, path: str, length: int, chunks: Iterable[bytes]) -> None:
+        key = path.encode()
+        if self._last is not None and key <= self._last:
+            raise ValueError(f"{path}: files must be added once each, in sorted order")
+        self._last = key
+        self._h.update(key + b"\0" + str(length).encode() + b"\0")
+        n = 0
+        for chunk in chunks:
+            n += len(chunk)
+            self._h.update(chunk)
+        if n != length:
+            raise ValueError(f"{path} holds {n} bytes, not the {length} its header declares")
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+
 def hash_files(files: Iterable[tuple[str, bytes]]) -> str:
     """Content hash of (relative POSIX path, bytes) pairs; the order given does not matter."""
-    h = hashlib.sha256()
+    hasher = ContentHasher()
     for path, data in sorted(files, key=lambda f: f[0].encode()):
-        h.update(path.encode())
-        h.update(b"\0")
-        h.update(str(len(data)).encode())
-        h.update(b"\0")
-        h.update(data)
-    return h.hexdigest()
+        hasher.add(path, len(data), (data,))
+    return hasher.hexdigest()
 
 
 def module_files(module_path: Path) -> list[tuple[str, bytes]]:

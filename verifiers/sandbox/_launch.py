@@ -67,10 +67,17 @@ def agent_argv(python: HostPython, agent_path: str, config: str) -> list[str]:
 
 
 async def spawn_agent(
-    argv: list[str], sd: StateDir, workdir: str, *, cwd: str | None = None, env: dict[str, str] | None = None
+    argv: list[str],
+    sd: StateDir,
+    workdir: str,
+    *,
+    cwd: str | None = None,
+    env: dict[str, str] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> Launched:
     """Start ``argv`` (which runs the agent) with its stdin/stdout on fresh pipes; stderr goes to
-    ``startup.log`` in the state dir."""
+    ``startup.log`` in the state dir. ``pass_fds`` are inherited by the child (e.g. bwrap's seccomp
+    program)."""
     # Our own pipes rather than asyncio's PIPE: with `runsc run --detach` the launcher exits while the
     # sandbox keeps the pipes, and asyncio would tie the launcher's wait() to the pipes closing.
     to_agent_r, to_agent_w = os.pipe()
@@ -85,6 +92,7 @@ async def spawn_agent(
             cwd=cwd,
             env=env if env is not None else {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
             start_new_session=True,
+            pass_fds=pass_fds,
         )
     except BaseException:
         for fd in (to_agent_w, from_agent_r):
