@@ -124,7 +124,9 @@ def _release_from(directory: Path, version: str) -> SdkRelease:
             url=file_url(SDK_NAME, f.filename),
             hashes={"sha256": f.sha256},
             requires_python=requires_python,
-            core_metadata={"sha256": hashlib.sha256(f.core_metadata).hexdigest()} if f.core_metadata else None,
+            core_metadata={"sha256": hashlib.sha256(f.core_metadata).hexdigest()}
+            if f.core_metadata
+            else None,
             size=f.size,
             upload_time=datetime.fromtimestamp(f.path.stat().st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         )
@@ -136,7 +138,9 @@ def _release_from(directory: Path, version: str) -> SdkRelease:
 
 def build_into(src: Path, target: Path) -> None:
     """Build sdist + wheel (the wheel from the sdist) of ``src`` into the new directory ``target``."""
-    backend = tomllib.loads((src / "pyproject.toml").read_text()).get("build-system", {}).get("build-backend", "")
+    backend = (
+        tomllib.loads((src / "pyproject.toml").read_text()).get("build-system", {}).get("build-backend", "")
+    )
     top = backend.split(".", 1)[0].split(":", 1)[0]
     # Without network (or on an air-gapped hub) an isolated build cannot fetch its backend; use ours if present.
     isolation = ["--no-isolation"] if top and importlib.util.find_spec(top) is not None else []

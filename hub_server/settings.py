@@ -53,10 +53,15 @@ class HubSettings(BaseSettings):
         description="Simple index that /simple/<name>/ falls through to for names the hub does not own; "
         "'none' disables the fall-through.",
     )
-    upstream_ttl_seconds: float = Field(default=300.0, ge=0, description="How long upstream pages are cached.")
-    upstream_timeout_seconds: float = Field(default=15.0, gt=0, description="Timeout of one upstream request.")
+    upstream_ttl_seconds: float = Field(
+        default=300.0, ge=0, description="How long upstream pages are cached."
+    )
+    upstream_timeout_seconds: float = Field(
+        default=15.0, gt=0, description="Timeout of one upstream request."
+    )
     sdk_cache_dir: Path | None = Field(
-        default=None, description="Where the SDK's wheel and sdist are built, by version. Default: data_dir/sdk."
+        default=None,
+        description="Where the SDK's wheel and sdist are built, by version. Default: data_dir/sdk.",
     )
     sdk_dist_dir: Path | None = Field(
         default=None,

@@ -283,11 +283,18 @@ class IndexCache:
         """Clear if another worker changed the index; True if it did."""
         with self._db.read() as session:
             gen = read_generation(session)
-        if gen != self._generation:
-            self.clear()
+        return self.observe(gen)
+
+    def observe(self, gen: int) -> bool:
+        """Clear if ``gen`` (the database's counter, read by the caller) differs from the cache's."""
+        with self._lock:
+            if gen == self._generation:
+                return False
+            self._epoch += 1
+            self._pages = {}
+            self._root = None
             self._generation = gen
             return True
-        return False
 
 
 def read_generation(session: Session) -> int:

@@ -17,8 +17,8 @@ from hub_server import services
 from hub_server.auth import can_read
 from hub_server.context import Hub
 from hub_server.deps import HubDep, PrincipalDep, optional_principal
-from hub_server.services import HubError
 from hub_server.sdk_dist import SDK_NAME, SdkRelease, SdkUnavailable
+from hub_server.services import HubError
 from hub_server.services.accounts import RESERVED_DISTRIBUTIONS
 from hub_server.simple_index import JSON_V1, negotiate
 from hub_server.upstream import UpstreamError
@@ -130,15 +130,17 @@ async def _sdk_release(hub: Hub) -> SdkRelease:
     return release
 
 
-def _sdk_download(release: SdkRelease, requested: str, request: Request) -> Response:
+def _sdk_download(release: SdkRelease, requested: str) -> Response:
     filename = requested.removesuffix(".metadata")
     found = release.files.get(filename)
     if found is None or (filename != requested and found.core_metadata is None):
-        raise services.HubError(404, f"file {requested} not found (or not visible to you)")
+        raise HubError(404, f"file {requested} not found (or not visible to you)")
     cache = "public, max-age=31536000, immutable"
     if filename != requested:
         assert found.core_metadata is not None
-        return Response(found.core_metadata, media_type="application/octet-stream", headers={"Cache-Control": cache})
+        return Response(
+            found.core_metadata, media_type="application/octet-stream", headers={"Cache-Control": cache}
+        )
     return FileResponse(
         found.path,
         media_type="application/octet-stream",
@@ -165,7 +167,7 @@ def download(project: str, filename: str, request: Request, hub: HubDep, princip
             release = hub.sdk.release()  # sync handler: already in a worker thread
         except SdkUnavailable as exc:
             raise HubError(503, f"the hub cannot serve {SDK_NAME} right now: {exc}") from None
-        return _sdk_download(release, filename, request)
+        return _sdk_download(release, filename)
     found = services.find_download(hub, principal, project, filename)
     cache = "private, max-age=31536000, immutable" if found.private else "public, max-age=31536000, immutable"
     if found.core_metadata is not None:

@@ -11,9 +11,9 @@ from sqlalchemy.orm import Session
 from hub_server.auth import SCOPES, Principal
 from hub_server.context import Hub
 from hub_server.models import Membership, Owner, User
+from hub_server.sdk_dist import SDK_NAME
 from hub_server.services.errors import HubError
 from hub_server.services.lookups import find_user
-from hub_server.sdk_dist import SDK_NAME
 from verifiers.hub import wire
 from verifiers.hub.packaging import normalize_name
 

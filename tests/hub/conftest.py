@@ -155,6 +155,7 @@ def settings(database_url: str, tmp_path: Path) -> HubSettings:
         max_file_size=256 * 1024,
         max_unpacked_size=1024 * 1024,
         max_archive_members=200,
+        upstream_index="none",  # tests never reach PyPI; test_upstream.py points it at a loopback index
     )
 
 

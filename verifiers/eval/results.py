@@ -1,14 +1,28 @@
-"""A run directory on disk: ``results.jsonl`` (one rollout per line) and ``metadata.json``.
+"""A run directory on disk: ``results.jsonl`` (one rollout per line), ``metadata.json`` and ``.lock``.
 
 Crash safety: each finished group is appended with a single ``write`` of whole lines, and metadata is
 replaced atomically (write to a temporary file, then rename). A process killed mid-write can leave at
 most one partial last line, which ``load_results`` cuts off before a resume appends again.
+
+One writer: a run holds an exclusive ``flock`` on ``.lock`` for its whole life (the file records the
+holder's pid); a second run on the same directory fails at once (``RunDirectoryBusyError``). The kernel
+drops the lock of a killed process, so a stale ``.lock`` file never blocks.
+
+Values: every value JSON can hold is written exactly (integers of any size too). Values it cannot hold
+are converted by one rule, ``to_json_value`` (docs/core.md, "Results files"); a record that still cannot
+be written raises ``UnwritableRecordError`` (the run records that rollout with an ``env`` error).
 """
 
 from __future__ import annotations
 
+import contextlib
+import enum
+import fcntl
+import json
+import math
 import os
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,13 +33,104 @@ from verifiers.types import RunMetadata
 
 RESULTS_FILE = "results.jsonl"
 METADATA_FILE = "metadata.json"
-_DUMP_OPTS = orjson.OPT_APPEND_NEWLINE | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+LOCK_FILE = ".lock"
+# Fast path: plain JSON values only; dataclasses and datetimes go to the rule like any other object.
+_FAST_OPTS = orjson.OPT_APPEND_NEWLINE | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+# orjson reads integers beyond 64 bits as floats: lines with such a digit run are read by the stdlib.
+_LONG_DIGITS = re.compile(rb"\d{19}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _default(obj: Any) -> Any:
-    if isinstance(obj, set | frozenset | tuple):
-        return list(obj)
-    return str(obj)
+class UnwritableRecordError(ValueError):
+    """A value that even the conversion rule cannot turn into JSON (a cycle, a ``__str__`` that raises)."""
+
+
+class RunDirectoryBusyError(RuntimeError):
+    """Another live run (another process, or another run in this one) holds the run directory."""
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, str):
+        return _text(key)
+    if key is None or isinstance(key, bool | int | float):
+        return json.dumps(_value(key))  # null / true / 1 / 1.5, as JSON writes the value
+    return _text(str(key))
+
+
+def _text(s: str) -> str:
+    # Lone surrogates are not Unicode (UTF-8 cannot hold them): each becomes U+FFFD.
+    return s if s.isascii() else _SURROGATE.sub("\ufffd", s)
+
+
+def _value(v: Any) -> Any:
+    if v is None or v is True or v is False:
+        return v
+    if isinstance(v, enum.Enum):
+        return _value(v.value)
+    if isinstance(v, str):
+        return _text(str.__str__(v))
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, float):
+        return float(v) if math.isfinite(v) else None
+    if isinstance(v, Mapping):
+        return {_key(k): _value(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_value(x) for x in v]
+    if isinstance(v, set | frozenset):
+        items = [_value(x) for x in v]
+        return sorted(items, key=lambda x: json.dumps(x, sort_keys=True))  # deterministic files
+    if isinstance(v, bytes | bytearray | memoryview):
+        return bytes(v).decode("utf-8", "replace")
+    tolist = getattr(v, "tolist", None)  # numpy arrays and scalars
+    if callable(tolist):
+        return _value(tolist())
+    return _text(str(v))
+
+
+def to_json_value(value: Any) -> Any:
+    """``value`` made of JSON types only, by the one conversion rule (applied recursively):
+
+    - JSON values stay as they are (integers of any size; subclasses of str/int/float/dict/list count as
+      those types); strings lose lone surrogates (each becomes U+FFFD);
+    - NaN and ±infinity become ``null``;
+    - tuples become arrays; sets and frozensets become arrays sorted by their items' JSON text;
+    - bytes become text decoded as UTF-8 (invalid bytes as U+FFFD);
+    - dict keys become strings: ``None``/bools/numbers as JSON writes them (``"null"``, ``"true"``,
+      ``"1"``, ``"1.5"``), any other key as ``str(key)``;
+    - enum members become their value; objects with ``tolist()`` (numpy) become that;
+    - anything else becomes ``str(value)``.
+    Raises ``UnwritableRecordError`` when even that fails (a cycle, a ``__str__`` that raises)."""
+    try:
+        return _value(value)
+    except RecursionError:
+        raise UnwritableRecordError("the value is nested too deeply or refers to itself") from None
+    except Exception as exc:
+        raise UnwritableRecordError(f"{type(exc).__name__}: {exc}") from None
+
+
+def dumps_json(value: Any, *, newline: bool = False) -> bytes:
+    """``value`` as JSON bytes under the conversion rule: orjson when it can, the stdlib (exact big
+    integers) when it cannot."""
+    try:
+        data = orjson.dumps(value, option=_FAST_OPTS)
+        return data if newline else data[:-1]
+    except TypeError:  # orjson.JSONEncodeError too: a value for the rule, or an int beyond 64 bits
+        pass
+    converted = to_json_value(value)
+    try:
+        text = json.dumps(converted, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise UnwritableRecordError(f"{type(exc).__name__}: {exc}") from None
+    return text.encode() + (b"\n" if newline else b"")
+
+
+def loads_json(data: bytes | str) -> Any:
+    """JSON text as Python data, integers exact at any size."""
+    raw = data.encode() if isinstance(data, str) else data
+    if _LONG_DIGITS.search(raw):
+        return json.loads(raw)
+    return orjson.loads(raw)
 
 
 def utc_now() -> str:
@@ -43,8 +148,19 @@ def unique_records(records: Iterable[Mapping[str, Any]]) -> dict[tuple[int, int]
 
 
 def dump_record(record: Mapping[str, Any]) -> bytes:
-    """One results line (with its newline)."""
-    return orjson.dumps(record, default=_default, option=_DUMP_OPTS)
+    """One results line (with its newline); raises ``UnwritableRecordError``."""
+    return dumps_json(record, newline=True)
+
+
+def encode_record(record: Mapping[str, Any]) -> tuple[dict[str, Any], bytes]:
+    """The record as a reader will get it back, and its line. Plain JSON records are returned as they
+    are; others converted (``to_json_value``). Raises ``UnwritableRecordError``."""
+    try:
+        return dict(record), orjson.dumps(record, option=_FAST_OPTS)
+    except TypeError:
+        pass
+    converted = to_json_value(record)
+    return converted, dumps_json(converted, newline=True)
 
 
 class RunDirectory:
@@ -52,21 +168,83 @@ class RunDirectory:
         self.path = Path(path)
         self.results_path = self.path / RESULTS_FILE
         self.metadata_path = self.path / METADATA_FILE
+        self.lock_path = self.path / LOCK_FILE
         self._fd: int | None = None
+        self._lock_fd: int | None = None
 
+    # --- the one-writer lock -----------------------------------------------------------------------
+    def holder_pid(self) -> int | None:
+        """The pid recorded by the last run that took the lock (alive or not)."""
+        try:
+            return int(self.lock_path.read_text().strip() or "x")
+        except (OSError, ValueError):
+            return None
+
+    def lock(self) -> None:
+        """Take the directory's exclusive lock (creating the directory), or raise
+        ``RunDirectoryBusyError`` naming the holder's pid. Held until ``unlock()`` or process exit."""
+        if self._lock_fd is not None:
+            return
+        self.path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            pid = self.holder_pid()
+            who = f"pid {pid}" if pid is not None else "another process"
+            raise RunDirectoryBusyError(
+                f"{self.path} is in use by another run ({who}); wait for it to finish, or choose another "
+                "output directory"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            os.close(fd)  # closing the descriptor releases the flock
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[RunDirectory]:
+        self.lock()
+        try:
+            yield self
+        finally:
+            self.unlock()
+
+    def is_unstarted(self) -> bool:
+        """An existing directory holding nothing but what a run writes before its first metadata (the
+        lock, a temporary metadata file, an empty results file): a run killed at start-up."""
+        if not self.path.is_dir() or self.metadata_path.exists() or self.has_results():
+            return False
+        return all(
+            p.name in (LOCK_FILE, RESULTS_FILE) or p.name.startswith(f".{METADATA_FILE}.")
+            for p in self.path.iterdir()
+        )
+
+    # --- files -------------------------------------------------------------------------------------
     def has_results(self) -> bool:
         return self.results_path.exists() and self.results_path.stat().st_size > 0
 
     def read_metadata(self) -> RunMetadata | None:
         if not self.metadata_path.exists():
             return None
-        return RunMetadata.model_validate_json(self.metadata_path.read_bytes())
+        return RunMetadata.model_validate(loads_json(self.metadata_path.read_bytes()))
 
     def write_metadata(self, meta: RunMetadata, *, durable: bool = False) -> None:
+        """Replace metadata.json atomically; user values in it (``env_args``, ``sampling_args``,
+        ``extra``) follow the conversion rule."""
         self.path.mkdir(parents=True, exist_ok=True)
+        data = meta.model_dump()
+        try:
+            text = orjson.dumps(data, option=orjson.OPT_INDENT_2 | _FAST_OPTS)
+        except TypeError:
+            text = json.dumps(to_json_value(data), ensure_ascii=False, allow_nan=False, indent=2).encode()
         tmp = self.metadata_path.with_name(f".{METADATA_FILE}.{os.getpid()}.tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(meta.model_dump_json(indent=2))
+        with open(tmp, "wb") as f:
+            f.write(text)
             if durable:
                 f.flush()
                 os.fsync(f.fileno())
@@ -87,8 +265,8 @@ class RunDirectory:
             if not line.strip():
                 continue
             try:
-                records.append(orjson.loads(line))
-            except orjson.JSONDecodeError as exc:
+                records.append(loads_json(line))
+            except ValueError as exc:  # orjson's and the stdlib's decode errors alike
                 raise ValueError(f"{self.results_path}:{lineno} is not valid JSON ({exc})") from None
         return records
 
@@ -97,9 +275,12 @@ class RunDirectory:
         self._fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def append(self, records: Iterable[Mapping[str, Any]]) -> None:
+        self.append_lines([dump_record(r) for r in records])
+
+    def append_lines(self, lines: Iterable[bytes]) -> None:
+        """Append whole encoded lines with one ``write`` (see the module docstring)."""
         assert self._fd is not None, "open_for_append() first"
-        data = b"".join(dump_record(r) for r in records)
-        view = memoryview(data)
+        view = memoryview(b"".join(lines))
         while view:
             n = os.write(self._fd, view)
             view = view[n:]

@@ -3,21 +3,35 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
-
-import orjson
+from typing import Any, Protocol, TypeAlias
 
 from verifiers.clients import Client
 from verifiers.clients.sampling import cap_max_tokens
+from verifiers.errors import ErrorCategory
 from verifiers.eval.engine import GroupPlan, ProgressCallback, RolloutEnv, RunProgress, ScoreMode, schedule
 from verifiers.eval.metrics import RunAggregate
-from verifiers.eval.results import RunDirectory, unique_records, utc_now
+from verifiers.eval.results import (
+    RunDirectory,
+    UnwritableRecordError,
+    encode_record,
+    to_json_value,
+    unique_records,
+    utc_now,
+)
 from verifiers.eval.runs import ResumeMismatchError
 from verifiers.types import Row, RunCounts, RunMetadata, RunStatus, SamplingArgs, State
+
+#: A client made when the run needs it (after its metadata is on disk), e.g. a local model's; the run
+#: enters the context and closes it at the end.
+ClientSource: TypeAlias = Callable[[], AbstractAsyncContextManager[Client]]
+#: The error category of a rollout whose record cannot be written (DESIGN 3.5: a bug in env code).
+UNWRITABLE_CATEGORY: ErrorCategory = "env"
 
 #: How often (at most) metadata.json is rewritten while a run progresses.
 METADATA_INTERVAL_S = 1.0
@@ -83,16 +97,58 @@ def _check_resume(meta: RunMetadata, want: RunMetadata, path: Path) -> None:
         "sampling_args": (meta.sampling_args, want.sampling_args),
         "sampling_args_by_env": (meta.sampling_args_by_env, want.sampling_args_by_env),
     }
-    diffs = [f"{k}: run has {a!r}, now {b!r}" for k, (a, b) in checks.items() if a != b]
+    # Compared as written: the saved side went through the conversion rule (a tuple is a list there).
+    diffs = [
+        f"{k}: run has {a!r}, now {b!r}"
+        for k, (a, b) in checks.items()
+        if to_json_value(a) != to_json_value(b)
+    ]
     if diffs:
         raise ResumeMismatchError(
             f"cannot resume {path}: it was made with different settings ({'; '.join(diffs)})"
         )
 
 
+def unwritable_record(record: dict[str, Any], exc: Exception) -> dict[str, Any]:
+    """What is kept of a rollout whose record cannot be written: its identity and plain fields, every
+    field that cannot be written replaced by an empty value, and an ``env`` error saying why."""
+    empty: dict[str, Any] = {"prompt": [], "completion": [], "info": {}, "metrics": {}, "turns": []}
+    kept: dict[str, Any] = {}
+    for key, value in record.items():
+        try:
+            kept[str(key)] = encode_record({"v": value})[0]["v"]
+        except UnwritableRecordError:
+            kept[str(key)] = empty.get(str(key))
+    earlier = record.get("error")
+    cause = f" (the rollout had already failed: {earlier.get('type')}: {earlier.get('message')})" if (
+        isinstance(earlier, dict)
+    ) else ""
+    kept["error"] = {
+        "category": UNWRITABLE_CATEGORY,
+        "type": "UnwritableRecordError",
+        "message": f"the rollout's record cannot be written to results.jsonl: {exc}{cause}",
+    }
+    kept["reward"] = None
+    return kept
+
+
+def _recount(progress: RunProgress | None, before: dict[str, Any]) -> None:
+    """Move a rollout that ``progress`` counted as scored or otherwise failed to the env-error count."""
+    if progress is None:
+        return
+    err = before.get("error")
+    if isinstance(err, dict):
+        cat = str(err.get("category", "env"))
+        progress.errors[cat] = max(0, progress.errors.get(cat, 0) - 1)
+    elif before.get("reward") is not None:
+        progress.scored -= 1
+        progress.reward_sum -= float(before["reward"])
+    progress.errors[UNWRITABLE_CATEGORY] = progress.errors.get(UNWRITABLE_CATEGORY, 0) + 1
+
+
 async def run_eval(
     env: EvaluableEnv,
-    client: Client,
+    client: Client | ClientSource,
     model: str,
     *,
     num_examples: int = -1,
@@ -108,8 +164,16 @@ async def run_eval(
     on_group: ProgressCallback | None = None,
     pass_threshold: float = 1.0,
     max_tokens_limit: int | None = None,
+    base_url: str | list[str] | None = None,
 ) -> EvalRun:
     """Run (or, with ``resume``, complete) an evaluation of ``env`` and keep its run directory.
+
+    Order (so that any directory a run created is resumable, and has one writer): lock the run
+    directory (``RunDirectoryBusyError`` if another run holds it), check a resumed run's settings,
+    write ``metadata.json`` (status ``running``), and only then the slow parts: ``client`` when it is a
+    ``ClientSource`` (a local model starting; ``base_url`` is what the metadata records until it is
+    known), ``env.setup()``, the rollouts. A record that cannot be written keeps its place as an ``env``
+    error (``unwritable_record``).
 
     ``sampling_args`` is the run's layer: each request family sends its environment's defaults under it
     (capped at ``max_tokens_limit``), and that is what the metadata records — ``sampling_args`` when every
@@ -122,7 +186,7 @@ async def run_eval(
         name: cap_max_tokens(args, max_tokens_limit)
         for name, args in env.sampling_families(sampling_args).items()
     }
-    distinct = {orjson.dumps(a, option=orjson.OPT_SORT_KEYS) for a in families.values()}
+    distinct = {json.dumps(to_json_value(a), sort_keys=True) for a in families.values()}
     by_env: dict[str, SamplingArgs] = families if len(distinct) > 1 else {}
     recorded = (
         next(iter(families.values()))
@@ -136,7 +200,7 @@ async def run_eval(
         sdk_version=sdk_version(),
         env_args=env.env_args,
         model=model,
-        base_url=client.base_urls if len(client.base_urls) > 1 else client.base_urls[0],
+        base_url=_base_url(client, base_url),
         sampling_args=dict(recorded),
         sampling_args_by_env={k: dict(v) for k, v in by_env.items()},
         num_examples=len(rows),
@@ -146,10 +210,104 @@ async def run_eval(
         started_at=utc_now(),
         counts=RunCounts(planned=len(rows) * rollouts_per_example),
     )
-    agg = RunAggregate(pass_threshold=pass_threshold)
-    previous: list[dict[str, Any]] = []
     run_dir = RunDirectory(output_dir) if output_dir is not None else None
-    if run_dir is not None:
+
+    async def execute(previous: list[dict[str, Any]]) -> EvalRun:
+        agg = RunAggregate(pass_threshold=pass_threshold)
+        done = unique_records(previous)
+        previous = [dict(r) for r in done.values()]
+        agg.add_all(previous)
+        plans = [
+            GroupPlan(row, missing)
+            for row in rows
+            if (missing := [i for i in range(rollouts_per_example) if (row["example_id"], i) not in done])
+        ]
+        results: list[dict[str, Any]] = list(previous)
+        t_start = time.monotonic()
+        base_duration = meta.duration_s
+        last_write = 0.0
+
+        def write(status: RunStatus, *, final: bool = False) -> None:
+            nonlocal last_write
+            meta.status = status
+            agg.fill(meta)
+            meta.duration_s = base_duration + (time.monotonic() - t_start)
+            if final:
+                meta.finished_at = utc_now()
+            if run_dir is not None:
+                run_dir.write_metadata(meta, durable=final)
+            last_write = time.monotonic()
+
+        def handle_group(states: Sequence[State]) -> None:
+            records = [env.result_record(s) for s in states]
+            if run_dir is not None:
+                lines = []
+                for i, rec in enumerate(records):
+                    try:
+                        records[i], line = encode_record(rec)
+                    except UnwritableRecordError as exc:
+                        records[i], line = encode_record(unwritable_record(rec, exc))
+                        _recount(progress, rec)
+                    lines.append(line)
+                run_dir.append_lines(lines)
+            agg.add_all(records)
+            results.extend(records)
+            if on_group is not None:
+                on_group(states)
+            if run_dir is not None and time.monotonic() - last_write >= METADATA_INTERVAL_S:
+                write("running")
+
+        if progress is not None:
+            progress.done += len(previous)
+            progress.generated += len(previous)
+            progress.total += len(previous)
+            progress.preloaded += len(previous)
+        # On disk before anything slow (a local model starting, env.setup): a run killed from here on
+        # is resumable.
+        write("running")
+        if run_dir is not None:
+            run_dir.open_for_append()
+        status: RunStatus = "failed"
+        try:
+            async with AsyncExitStack() as stack:
+                run_client = (
+                    client if isinstance(client, Client) else await stack.enter_async_context(client())
+                )
+                meta.base_url = _base_url(run_client, None)
+                await env.setup()
+                try:
+                    if progress is not None:
+                        progress.started = time.monotonic()  # the rate counts from here, not from setup
+                    await schedule(
+                        env,
+                        plans,
+                        run_client,
+                        model,
+                        max_concurrent=max_concurrent,
+                        sampling_args=sampling_args,
+                        score=score,
+                        on_group=handle_group,
+                        progress=progress,
+                        collect=False,
+                        max_tokens_limit=max_tokens_limit,
+                    )
+                finally:
+                    await env.teardown()
+            status = "completed"
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            status = "cancelled"
+            raise
+        finally:
+            if run_dir is not None:
+                run_dir.close(durable=True)
+            write(status, final=True)
+        results.sort(key=lambda r: (r["example_id"], r["rollout_index"]))
+        return EvalRun(metadata=meta, results=results, path=run_dir.path if run_dir else None)
+
+    if run_dir is None:
+        return await execute([])
+    with run_dir.locked():  # one writer per directory, from before it is read until the run ends
+        previous: list[dict[str, Any]] = []
         old = run_dir.read_metadata()
         if resume and old is not None:
             _check_resume(old, meta, run_dir.path)
@@ -165,76 +323,13 @@ async def run_eval(
                 f"{run_dir.path} already holds a run; pass resume=True (vf-eval --resume) to complete it, "
                 "or choose another output directory"
             )
-    done = unique_records(previous)
-    previous = [dict(r) for r in done.values()]
-    agg.add_all(previous)
-    plans = [
-        GroupPlan(row, missing)
-        for row in rows
-        if (missing := [i for i in range(rollouts_per_example) if (row["example_id"], i) not in done])
-    ]
-    results: list[dict[str, Any]] = list(previous)
-    t_start = time.monotonic()
-    base_duration = meta.duration_s
-    last_write = 0.0
+        return await execute(previous)
 
-    def write(status: RunStatus, *, final: bool = False) -> None:
-        nonlocal last_write
-        meta.status = status
-        agg.fill(meta)
-        meta.duration_s = base_duration + (time.monotonic() - t_start)
-        if final:
-            meta.finished_at = utc_now()
-        if run_dir is not None:
-            run_dir.write_metadata(meta, durable=final)
-        last_write = time.monotonic()
 
-    def handle_group(states: Sequence[State]) -> None:
-        records = [env.result_record(s) for s in states]
-        if run_dir is not None:
-            run_dir.append(records)
-        agg.add_all(records)
-        results.extend(records)
-        if on_group is not None:
-            on_group(states)
-        if run_dir is not None and time.monotonic() - last_write >= METADATA_INTERVAL_S:
-            write("running")
-
-    if progress is not None:
-        progress.done += len(previous)
-        progress.generated += len(previous)
-        progress.total += len(previous)
-        progress.preloaded += len(previous)
-        progress.started = time.monotonic()  # the rate counts from here, not from setup before the run
-    if run_dir is not None:
-        run_dir.open_for_append()
-    write("running")
-    status: RunStatus = "failed"
-    try:
-        await env.setup()
-        try:
-            await schedule(
-                env,
-                plans,
-                client,
-                model,
-                max_concurrent=max_concurrent,
-                sampling_args=sampling_args,
-                score=score,
-                on_group=handle_group,
-                progress=progress,
-                collect=False,
-                max_tokens_limit=max_tokens_limit,
-            )
-        finally:
-            await env.teardown()
-        status = "completed"
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        status = "cancelled"
-        raise
-    finally:
-        if run_dir is not None:
-            run_dir.close(durable=True)
-        write(status, final=True)
-    results.sort(key=lambda r: (r["example_id"], r["rollout_index"]))
-    return EvalRun(metadata=meta, results=results, path=run_dir.path if run_dir else None)
+def _base_url(client: Client | ClientSource, given: str | list[str] | None) -> str | list[str]:
+    """What metadata records as the run's server(s): the client's, else ``given`` (before a client
+    source has made its client), else empty."""
+    if isinstance(client, Client):
+        urls = client.base_urls
+        return urls if len(urls) > 1 else urls[0]
+    return given if given is not None else ""

@@ -19,6 +19,8 @@ from typing import ClassVar
 
 from verifiers._exit_hooks import register_exit_hook
 from verifiers.errors import SandboxError
+from verifiers.sandbox import _cgroup as cgroup
+from verifiers.sandbox._cgroup import SandboxCgroup
 from verifiers.sandbox._host import host_python
 from verifiers.sandbox._launch import CREATE_TIMEOUT_S, Launched
 from verifiers.sandbox._procs import kill_if, proc_start_time
@@ -150,6 +152,8 @@ class SandboxBackend(ABC):
             teardown=teardown,
             kill=kill,
             workdir=launched.workdir,
+            oom_kills=launched.oom_kills,
+            limits_per_sandbox=launched.limits_per_sandbox,
         )
 
     def kill_now(self, sd: StateDir) -> None:
@@ -163,6 +167,28 @@ class SandboxBackend(ABC):
             await asyncio.to_thread(sd.remove)
             with _live_lock:
                 _live.pop(sd.id, None)
+
+    def _make_cgroup(self, sd: StateDir, limits: SandboxLimits) -> SandboxCgroup | None:
+        """The sandbox's own memory and pids cgroups (recorded for teardown), or None, loudly, where the
+        host has none to give: then only per-process rlimits hold."""
+        cg = cgroup.create(sd.id, limits.memory_mb, limits.max_procs)
+        if cg is None:
+            log.warning(
+                "sandbox %s (%s): no cgroup could be created under %s (needs root and cgroup v1 memory and "
+                "pids controllers): memory_mb and max_procs are enforced PER PROCESS only (rlimits), so the "
+                "sandbox as a whole can use up to max_procs x memory_mb",
+                sd.id, self.name, cgroup.cgroup_root(),
+            )  # fmt: skip
+            return None
+        sd.meta["cgroup"] = cg.to_meta()
+        sd.save()
+        return cg
+
+    @staticmethod
+    def _remove_cgroup(sd: StateDir) -> None:
+        cg = SandboxCgroup.from_meta(sd.meta.get("cgroup"))
+        if cg is not None:
+            cgroup.remove(cg)
 
     @staticmethod
     def _startup_log(sd: StateDir) -> str:

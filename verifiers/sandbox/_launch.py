@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,10 @@ class Launched:
     writer: asyncio.StreamWriter
     read_transport: asyncio.ReadTransport
     workdir: str
+    #: How many processes were OOM-killed for the sandbox's memory limit so far (None: not observable).
+    oom_kills: Callable[[], int] | None = None
+    #: Whether memory and process limits bind the sandbox as a whole (not only each process).
+    limits_per_sandbox: bool = False
 
 
 def sandbox_env(python: HostPython, home: str, tmp: str) -> dict[str, str]:

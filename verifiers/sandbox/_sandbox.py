@@ -88,6 +88,8 @@ class Sandbox:
         teardown: Callable[[], Awaitable[None]],
         kill: Callable[[], None],
         workdir: str,
+        oom_kills: Callable[[], int] | None = None,
+        limits_per_sandbox: bool = False,
     ) -> None:
         self.id = sandbox_id
         self.backend = backend
@@ -95,6 +97,11 @@ class Sandbox:
         self.limits = limits
         #: Absolute path of the workspace as commands see it.
         self.workdir = workdir
+        #: Whether ``memory_mb`` and ``max_procs`` bound the sandbox as a whole (its own cgroup, or
+        #: gVisor's); False where the backend could only fall back to per-process rlimits.
+        self.limits_per_sandbox = limits_per_sandbox
+        self._oom_kills = oom_kills
+        self._oom_seen = 0
         self._reader = reader
         self._writer = writer
         self._read_transport = read_transport
@@ -224,10 +231,22 @@ class Sandbox:
         reply, blob = await self._request(hdr, data or b"", reply_s=budget + REPLY_GRACE_S)
         n_out = int(reply["stdout_len"])
         out_t, err_t = bool(reply["stdout_truncated"]), bool(reply["stderr_truncated"])
+        stderr = blob[n_out:].decode(errors="replace")
+        oom = False
+        if reply["exit_code"] != 0 and self._oom_kills is not None:
+            # Only a failed command can have met the OOM killer; one file read, off the success path.
+            n = self._oom_kills()
+            if n > self._oom_seen:
+                self._oom_seen, oom = n, True
+                sep = "" if not stderr or stderr.endswith("\n") else "\n"
+                stderr += (
+                    f"{sep}vf-sandbox: killed: the sandbox used more than its memory limit "
+                    f"({self.limits.memory_mb} MB for all its processes and files)\n"
+                )
         return ExecResult(
             exit_code=reply["exit_code"],
             stdout=blob[:n_out].decode(errors="replace"),
-            stderr=blob[n_out:].decode(errors="replace"),
+            stderr=stderr,
             timed_out=bool(reply["timed_out"]),
             truncated=out_t or err_t,
             duration_s=float(reply["duration_s"]),
@@ -237,6 +256,7 @@ class Sandbox:
             cancelled=bool(reply.get("cancelled")),
             backend=self.backend,
             contained=self.contained,
+            oom_killed=oom,
         )
 
     async def write_file(self, path: str, data: str | bytes, *, mode: int = 0o644) -> None:

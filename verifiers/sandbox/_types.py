@@ -64,6 +64,9 @@ class ExecResult:
     backend: str = ""
     #: False when the backend is not a security boundary (``local``).
     contained: bool = True
+    #: A process of the command was killed because the sandbox used more than ``limits.memory_mb`` in
+    #: total (processes, files in its tmpfs, IPC); ``stderr`` ends with a line saying so.
+    oom_killed: bool = False
 
     @property
     def ok(self) -> bool:

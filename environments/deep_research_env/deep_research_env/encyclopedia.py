@@ -48,6 +48,10 @@ PRODUCTS = ["glass lenses", "river barges", "wool textiles", "clockwork toys", "
             "weather instruments", "herbal medicines"]  # fmt: skip
 
 
+def _article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
+
+
 def slugify(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
 
@@ -220,7 +224,7 @@ def _page_text(e: Entity, world: World) -> str:
         uni: Entity = f["university"]
         mentor: Entity = f["mentor"]
         lines += [
-            f"{e.name} (born {f['born']}) is a {f['profession']} of the Aurelian Federation.",
+            f"{e.name} (born {f['born']}) is {_article(f['profession'])} {f['profession']} of the Aurelian Federation.",
             f"{e.name} was born in the city of {born.name}.",
             f"{e.name.split()[0]} studied at {uni.name}.",
             f"As a young {f['profession']}, {e.name.split()[0]} trained under {mentor.name}.",
