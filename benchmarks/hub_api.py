@@ -127,7 +127,8 @@ def hub(work: Path, database_url: str | None, workers: int) -> Iterator[str]:
     ).stdout.strip()
     port = free_port()
     serve = [*vf_hub, "serve", "--port", str(port), "--workers", str(workers), "--no-access-log"]
-    proc = subprocess.Popen([*serve, "--log-level", "warning"], env=env)
+    log = (work / "hub.log").open("wb")  # tracebacks of failed requests go here, not over the table
+    proc = subprocess.Popen([*serve, "--log-level", "warning"], env=env, stdout=log, stderr=log)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_http(f"{url}/healthz", proc, timeout=60)
@@ -149,6 +150,10 @@ def hub(work: Path, database_url: str | None, workers: int) -> Iterator[str]:
             proc.wait(20)
         except subprocess.TimeoutExpired:
             proc.kill()
+        log.close()
+        errors = (work / "hub.log").read_text(errors="replace").count("Traceback")
+        if errors:
+            print(f"  (the hub logged {errors} tracebacks)", flush=True)
 
 
 def main() -> int:

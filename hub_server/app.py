@@ -5,26 +5,28 @@ For ``uvicorn --factory hub_server.app:create_app`` the settings come from ``VF_
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import importlib.metadata
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hub_server import migrate
+from hub_server.changes import ChangeCounter, FreshIndex
 from hub_server.context import Hub
+from hub_server.db import plan_pool, split_pool
 from hub_server.routers import api, simple, web
 from hub_server.services.errors import HubError
 from hub_server.settings import HubSettings
@@ -103,30 +105,40 @@ def _check_schema(hub: Hub) -> None:
         )
 
 
-async def _poll_generation(hub: Hub) -> None:
-    while True:
-        await asyncio.sleep(hub.settings.cache_poll_seconds)
-        try:
-            await run_in_threadpool(hub.index.check_generation)
-        except SQLAlchemyError as exc:  # a DB hiccup must not kill the poller
-            log.warning("index cache poll failed: %s", exc)
+def _size_pool(hub: Hub) -> None:
+    """Fit this worker's pool to the database's connection limit (PoolSizeError if it cannot)."""
+    s = hub.settings
+    size = plan_pool(
+        hub.db.url, workers=s.workers, pool_size=s.db_pool_size, reserved=s.db_reserved_connections
+    )
+    hub.db.resize(size)
+
+
+def _json_safe_errors(errors: Sequence[Any]) -> list[dict[str, Any]]:
+    # The offending input can be NaN, Infinity or bytes, which JSON cannot carry (the default handler
+    # then fails with a 500): say where and what, not the value.
+    return [
+        {"type": e.get("type"), "loc": list(e.get("loc", ())), "msg": str(e.get("msg", ""))} for e in errors
+    ]
 
 
 def create_app(settings: HubSettings | None = None) -> FastAPI:
     settings = settings or HubSettings()
     hub = Hub.from_settings(settings)
+    counter = ChangeCounter.of(hub.db)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await run_in_threadpool(_size_pool, hub)
+        # Threads plus request sessions never need more connections than the pool has (see db.py).
+        threads, sessions = split_pool(hub.db.pool_size)
+        anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+        app.state.session_slots = anyio.Semaphore(sessions)
         await run_in_threadpool(_check_schema, hub)
         await run_in_threadpool(hub.index.check_generation)
-        poller = asyncio.create_task(_poll_generation(hub))
         try:
             yield
         finally:
-            poller.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await poller
             if hub.upstream is not None:
                 await hub.upstream.aclose()
             hub.db.dispose()
@@ -149,6 +161,10 @@ def create_app(settings: HubSettings | None = None) -> FastAPI:
             return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
         return web.render_error(request, exc.status_code, exc.detail)
 
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_request(request: Request, exc: RequestValidationError) -> Response:
+        return JSONResponse({"detail": _json_safe_errors(exc.errors())}, status_code=422)
+
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, Any]:
         return {"status": "ok"}
@@ -158,5 +174,7 @@ def create_app(settings: HubSettings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(web.router)  # last: its /{owner}/{name} pattern would shadow the rest
     app.add_middleware(RequestGuard, publish_limit=settings.max_request_size)
-    app.add_middleware(FastPath, index=hub.index)  # outermost: cached index pages skip everything else
+    app.add_middleware(FastPath, index=hub.index)  # cached index pages skip everything else
+    # outermost: bring the index cache to the database's change counter before anything reads it
+    app.add_middleware(FreshIndex, index=hub.index, counter=counter)
     return app

@@ -88,17 +88,31 @@ def serve(
     import uvicorn
 
     from hub_server import migrate
+    from hub_server.db import PoolSizeError, plan_pool
 
     # Workers are separate processes that build their own settings from the environment.
     if database_url:
         os.environ["VF_HUB_DATABASE_URL"] = database_url
     if data_dir:
         os.environ["VF_HUB_DATA_DIR"] = str(data_dir)
+    os.environ["VF_HUB_WORKERS"] = str(workers)  # each worker sizes its pool by the number of workers
     settings = _settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     if migrate_db and settings.auto_migrate:
         migrate.upgrade(settings.resolved_database_url)
-    typer.echo(f"hub data: {settings.data_dir}  database: {_redact(settings.resolved_database_url)}")
+    try:  # the workers check it too; here it is one clear error instead of one per worker
+        pool = plan_pool(
+            settings.resolved_database_url,
+            workers=workers,
+            pool_size=settings.db_pool_size,
+            reserved=settings.db_reserved_connections,
+        )
+    except PoolSizeError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(
+        f"hub data: {settings.data_dir}  database: {_redact(settings.resolved_database_url)}  "
+        f"workers: {workers} × {pool} connections"
+    )
     uvicorn.run(
         "hub_server.app:create_app",
         factory=True,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Annotated
 
+import anyio
+import anyio.to_thread
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
@@ -39,11 +41,42 @@ async def optional_principal(request: Request, hub: Annotated[Hub, Depends(get_h
         raise HubError(401, str(exc)) from None
 
 
-def read_session(hub: Annotated[Hub, Depends(get_hub)]) -> Iterator[Session]:
-    with hub.db.read() as session:
-        yield session
+async def required_principal(
+    principal: Annotated[Principal | None, Depends(optional_principal)],
+) -> Principal:
+    """For writes: no credentials is a 401 before anything about the target is looked up, so an
+    anonymous caller cannot tell an absent namespace or environment from a present one."""
+    if principal is None:
+        raise HubError(
+            401, "this needs a token (Authorization: Bearer <token>); writes need the publish scope"
+        )
+    return principal
+
+
+# Closing a session returns its connection; it gets threads of its own, so it never queues behind
+# requests that are themselves waiting for a connection.
+_CLOSERS = anyio.CapacityLimiter(8)
+
+
+async def read_session(request: Request, hub: Annotated[Hub, Depends(get_hub)]) -> AsyncIterator[Session]:
+    """A read session for one request, admitted by ``app.state.session_slots``.
+
+    Such a session holds its connection from the handler's first query until after the response is
+    serialised, which happens in another worker thread. Admitting at most ``session_slots`` of them,
+    with the pool sized for those plus one connection per thread, means no thread ever waits for a
+    connection that only a request waiting for a thread could give back (the pool deadlock).
+    """
+    slots: anyio.Semaphore = request.app.state.session_slots
+    async with slots:
+        session = hub.db.session()
+        try:
+            yield session
+        finally:
+            await anyio.to_thread.run_sync(session.close, limiter=_CLOSERS)
 
 
 HubDep = Annotated[Hub, Depends(get_hub)]
 PrincipalDep = Annotated[Principal | None, Depends(optional_principal)]
-SessionDep = Annotated[Session, Depends(read_session)]
+WriterDep = Annotated[Principal, Depends(required_principal)]
+# scope="function": closed once the answer is serialised, not after a slow client has read it.
+SessionDep = Annotated[Session, Depends(read_session, scope="function")]

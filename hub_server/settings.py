@@ -44,10 +44,26 @@ class HubSettings(BaseSettings):
     cache_poll_seconds: float = Field(
         default=2.0,
         gt=0,
-        description="How often each worker checks whether another worker changed the index (seconds).",
+        description="Unused: every request now checks the database's change counter itself; kept so "
+        "existing configurations still load.",
     )
     cookie_secure: bool = Field(default=False, description="Mark the web session cookie Secure (HTTPS).")
     auto_migrate: bool = Field(default=True, description="Apply migrations when `vf-hub serve` starts.")
+    workers: int = Field(
+        default=1,
+        ge=1,
+        description="Worker processes sharing the database (`vf-hub serve --workers` sets it).",
+    )
+    db_pool_size: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="Database connections (and request threads) per worker. Default: 32, capped on "
+        "PostgreSQL so that all workers fit in max_connections.",
+    )
+    db_reserved_connections: int = Field(
+        default=5, ge=0, description="PostgreSQL connections left free for admin tools and migrations."
+    )
     upstream_index: str = Field(
         default="https://pypi.org/simple/",
         description="Simple index that /simple/<name>/ falls through to for names the hub does not own; "

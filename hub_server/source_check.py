@@ -24,8 +24,9 @@ _CHILD = r"""
 import ast, json, sys
 try:
     import resource
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
-    resource.setrlimit(resource.RLIMIT_CPU, (CPU, CPU))
+    memory, cpu = int(sys.argv[2]), int(sys.argv[3])
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
 except (ImportError, ValueError, OSError):
     pass
 
@@ -74,13 +75,12 @@ def defines_load_environment(source: bytes, where: str) -> bool:
             "submodules and import load_environment from there)",
             413,
         )
-    program = _CHILD.replace("MEMORY", str(_CHILD_MEMORY)).replace("CPU", str(_CHILD_CPU_SECONDS))
     too_complex = UploadError(
         f"{where} could not be parsed within the hub's limits (too deeply nested or too large)"
     )
     try:
         proc = subprocess.run(
-            [sys.executable, "-I", "-S", "-c", program, where],
+            [sys.executable, "-I", "-S", "-c", _CHILD, where, str(_CHILD_MEMORY), str(_CHILD_CPU_SECONDS)],
             input=source,
             capture_output=True,
             timeout=_TIMEOUT,

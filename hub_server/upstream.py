@@ -11,12 +11,13 @@ Like a devpi or Artifactory "virtual" index, the hub answers for PyPI (``VF_HUB_
 - the PEP 629 major version must be 1; a different one is an upstream failure;
 - a 404/410 upstream is a 404 here; any other failure is ``UpstreamError`` (the router's 502), never an
   empty page that would make a resolver believe the project has no files;
-- pages (and misses) are cached for ``VF_HUB_UPSTREAM_TTL_SECONDS``; the client's credentials are never
+- pages (and misses) are cached for ``VF_HUB_UPSTREAM_TTL_SECONDS``, concurrent misses share one fetch; the client's credentials are never
   forwarded upstream.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -172,6 +173,8 @@ class Upstream:
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
         self._cache: dict[str, tuple[float, UpstreamPage | None]] = {}
+        # One fetch per name at a time: concurrent misses (uv resolves in parallel) wait for the same answer.
+        self._inflight: dict[str, asyncio.Task[UpstreamPage | None]] = {}
 
     def _http(self) -> httpx.AsyncClient:
         # Made on first use, inside the serving event loop (an AsyncClient belongs to one loop).
@@ -189,16 +192,18 @@ class Upstream:
         if client is not None:
             await client.aclose()
 
-    def clear(self) -> None:
-        self._cache = {}
-
     async def page(self, name: str) -> UpstreamPage | None:
         """The upstream page of the normalised ``name``; None if upstream has no such project."""
         now = time.monotonic()
         cached = self._cache.get(name)
         if cached is not None and cached[0] > now:
             return cached[1]
-        page = await self._fetch(name)
+        task = self._inflight.get(name)
+        if task is None:
+            task = asyncio.ensure_future(self._fetch(name))
+            self._inflight[name] = task
+            task.add_done_callback(lambda _: self._inflight.pop(name, None))
+        page = await asyncio.shield(task)  # a cancelled client must not cancel the others' fetch
         if self.ttl > 0:
             if len(self._cache) >= _MAX_ENTRIES:
                 self._cache = {k: v for k, v in self._cache.items() if v[0] > now}

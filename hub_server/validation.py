@@ -31,8 +31,8 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
-from hub_server.bounded import CHUNK, Budget, BoundedReader, UploadError, chunks, digest, read_capped
-from hub_server.source_check import defines_load_environment
+from hub_server.bounded import BoundedReader, Budget, UploadError, chunks, digest, read_capped
+from hub_server.source_check import MAX_SOURCE_SIZE, defines_load_environment
 from verifiers.hub.packaging import ContentHasher, is_module_file, module_name
 
 _FILENAME = re.compile(r"^[A-Za-z0-9._+-]{1,250}$")
@@ -55,15 +55,45 @@ _NAME_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # Directories at an sdist's root that setuptools' flat-layout discovery never installs (its
 # FlatLayoutPackageFinder.DEFAULT_EXCLUDE), so shipping them cannot put code next to the environment.
 _SDIST_DIRS = frozenset(
-    "bin benchmark benchmarks build changelog ci debian dist doc docs documentation env example examples "
-    "exercise exercises fabfile htmlcov manpages news newsfragments python requirements scripts site_scons "
-    "tasks test tests tools unit_test unit_tests util utils venv".split()
+    [
+        "bin",
+        "benchmark",
+        "benchmarks",
+        "build",
+        "changelog",
+        "ci",
+        "debian",
+        "dist",
+        "doc",
+        "docs",
+        "documentation",
+        "env",
+        "example",
+        "examples",
+        "exercise",
+        "exercises",
+        "fabfile",
+        "htmlcov",
+        "manpages",
+        "news",
+        "newsfragments",
+        "python",
+        "requirements",
+        "scripts",
+        "site_scons",
+        "tasks",
+        "test",
+        "tests",
+        "tools",
+        "unit_test",
+        "unit_tests",
+        "util",
+        "utils",
+        "venv",
+    ]
 )
-_SDIST_ROOT_FILE = re.compile(
-    r"^(PKG-INFO|pyproject\.toml|setup\.cfg|setup\.py|MANIFEST\.in|conftest\.py|noxfile\.py|tox\.ini|"
-    r"(README|LICEN[CS]E|COPYING|NOTICE|AUTHORS|CHANGELOG|CHANGES|HISTORY)([._-].*)?)$",
-    re.IGNORECASE,
-)
+# Python files at an sdist's root that setuptools' flat-layout discovery never installs as modules.
+_SDIST_ROOT_FILE = re.compile(r"^(setup|conftest|noxfile|toxfile|pavement|dodo|tasks|fabfile|manage)\.py$")
 
 
 @dataclass(frozen=True)
@@ -128,11 +158,11 @@ def normalize_tags(raw: list[str]) -> list[str]:
 
 def _check_member_name(archive: str, name: str) -> PurePosixPath:
     if not name or "\\" in name or _NAME_CONTROL.search(name):
-        raise UploadError(
-            f"{archive}: member name {name!r} contains NUL, control or backslash characters"
-        )
+        raise UploadError(f"{archive}: member name {name!r} contains NUL, control or backslash characters")
     if len(name) > MAX_MEMBER_NAME:
-        raise UploadError(f"{archive}: member name {name[:60]!r}… is longer than {MAX_MEMBER_NAME} characters")
+        raise UploadError(
+            f"{archive}: member name {name[:60]!r}… is longer than {MAX_MEMBER_NAME} characters"
+        )
     if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
         raise UploadError(
             f"{archive}: member {name!r} has an absolute path; archives must use relative paths"
@@ -198,7 +228,9 @@ def _check_fields(archive: str, meta: Metadata) -> None:
             raise UploadError(f"{archive}: {field_name} is longer than {MAX_LINE_FIELD} characters")
     requires = meta.requires_dist or []
     if len(requires) > MAX_REQUIRES:
-        raise UploadError(f"{archive}: {len(requires)} Requires-Dist entries; the hub takes at most {MAX_REQUIRES}")
+        raise UploadError(
+            f"{archive}: {len(requires)} Requires-Dist entries; the hub takes at most {MAX_REQUIRES}"
+        )
     for req in requires:
         if len(str(req)) > MAX_LINE_FIELD:
             raise UploadError(f"{archive}: a Requires-Dist entry is longer than {MAX_LINE_FIELD} characters")
@@ -218,13 +250,10 @@ class _CheckedTarInfo(tarfile.TarInfo):
     """Refuses GNU sparse members before tarfile expands their map (``_proc_member`` is tarfile's
     documented hook for subclasses); PAX sparse members are refused by ``issparse`` below."""
 
-    def _proc_member(self, tarfile: tarfile.TarFile) -> tarfile.TarInfo:  # type: ignore[override]
-        if self.type == tarfile_GNUTYPE_SPARSE:
+    def _proc_member(self, tf: tarfile.TarFile) -> tarfile.TarInfo:
+        if self.type == tarfile.GNUTYPE_SPARSE:
             raise UploadError(f"member {self.name!r} is a sparse file; sdists may only hold regular files")
-        return super()._proc_member(tarfile)  # type: ignore[misc, no-any-return]
-
-
-tarfile_GNUTYPE_SPARSE = tarfile.GNUTYPE_SPARSE
+        return super()._proc_member(tf)  # type: ignore[misc, no-any-return]
 
 
 @dataclass
@@ -240,8 +269,9 @@ class _Sdist:
 def _sdist_path_allowed(inner: PurePosixPath, module: str) -> bool:
     """Files outside the import package only where a wheel build could not install them."""
     head = inner.parts[0]
-    if len(inner.parts) == 1:
-        return bool(_SDIST_ROOT_FILE.match(head)) or head == f"{module}.py"
+    if len(inner.parts) == 1:  # only Python files at the root can become installed modules
+        code = head.endswith((".py", ".pth", ".so", ".pyd"))
+        return not code or bool(_SDIST_ROOT_FILE.match(head)) or head == f"{module}.py"
     if head in (module, *_SDIST_DIRS) or head.endswith(".egg-info") or head[0] in "._":
         return True
     if head == "src":
@@ -250,13 +280,14 @@ def _sdist_path_allowed(inner: PurePosixPath, module: str) -> bool:
     return False
 
 
-def _inspect_sdist(filename: str, data: bytes, limits: Limits, module: str) -> _Sdist:
+def _inspect_sdist(filename: str, data: bytes, limits: Limits) -> _Sdist:
     if not filename.endswith(".tar.gz"):
         raise UploadError(f"sdist {filename!r} must be a .tar.gz file (PEP 625)")
     try:
         name, version = parse_sdist_filename(filename)
     except InvalidSdistFilename as exc:
         raise UploadError(f"invalid sdist filename: {exc}") from None
+    module = module_name(name)  # its own; inspect_upload then checks every name agrees
     top = filename[: -len(".tar.gz")]
     candidates = {f"{module}/__init__.py", f"{module}.py", f"src/{module}/__init__.py", f"src/{module}.py"}
     stream = BoundedReader(
@@ -272,7 +303,7 @@ def _inspect_sdist(filename: str, data: bytes, limits: Limits, module: str) -> _
     pax_bytes = 0
     try:
         # Not stream mode ("r|"): tarfile then reads each PAX record with one read() the reader can cap.
-        with tarfile.open(fileobj=stream, mode="r:", tarinfo=_CheckedTarInfo) as tar:  # type: ignore[arg-type]
+        with tarfile.TarFile(fileobj=stream, mode="r", tarinfo=_CheckedTarInfo) as tar:  # type: ignore[arg-type]
             for count, member in enumerate(tar, start=1):
                 if count > limits.max_members:
                     raise UploadError(f"{filename} has more than {limits.max_members} members", 413)
@@ -319,7 +350,7 @@ def _inspect_sdist(filename: str, data: bytes, limits: Limits, module: str) -> _
                     if inner == "PKG-INFO":
                         pkg_info = read_capped(f, limits.max_metadata_size, f"{filename}: PKG-INFO")
                     elif inner in candidates:
-                        sources[inner] = read_capped(f, _max_source(), f"{filename}: {inner}")
+                        sources[inner] = read_capped(f, MAX_SOURCE_SIZE, f"{filename}: {inner}")
                     for prefix, files in hashed.items():
                         rel = inner[len(prefix) :] if inner.startswith(prefix) else ""
                         if rel and is_module_file(rel, module):
@@ -327,22 +358,20 @@ def _inspect_sdist(filename: str, data: bytes, limits: Limits, module: str) -> _
                             files[rel] = (
                                 (len(raw), hashlib.sha256(raw).hexdigest()) if raw is not None else digest(f)
                             )
-                    if member.size != f.tell():
-                        raise UploadError(f"{filename}: member {member.name!r} is shorter than its header says")
                 stream.start_member()
-    except (tarfile.TarError, OSError, EOFError, ValueError, zlib.error) as exc:  # UploadError passes
-        raise UploadError(f"{filename} is not a valid gzip'd tar archive: {exc}") from None
+    except UploadError as exc:  # from the reader or _CheckedTarInfo: say which file
+        if exc.message.startswith(filename):
+            raise
+        raise UploadError(f"{filename}: {exc.message}", exc.status_code) from None
+    except (gzip.BadGzipFile, zlib.error, EOFError) as exc:
+        raise UploadError(f"{filename} is not a valid gzip file: {exc}") from None
+    except (tarfile.TarError, OSError, ValueError) as exc:
+        raise UploadError(f"{filename} is not a valid tar archive: {exc}") from None
     if pkg_info is None:
         raise UploadError(f"{filename} has no {top}/PKG-INFO; build it with `python -m build --sdist`")
     listing.sort(key=lambda f: str(f["path"]))
     files = hashed[""] or hashed["src/"]
     return _Sdist(str(name), version, pkg_info, sources, files, listing)
-
-
-def _max_source() -> int:
-    from hub_server.source_check import MAX_SOURCE_SIZE
-
-    return MAX_SOURCE_SIZE
 
 
 @dataclass
@@ -390,12 +419,13 @@ def _wheel_layout(filename: str, names: list[PurePosixPath], module: str, dist_i
         )
 
 
-def _inspect_wheel(filename: str, data: bytes, limits: Limits, module: str) -> _Wheel:
+def _inspect_wheel(filename: str, data: bytes, limits: Limits) -> _Wheel:
     """Name, version, METADATA and module hash of a wheel, after checking every member."""
     try:
         name, version, _build, _tags = parse_wheel_filename(filename)
     except InvalidWheelFilename as exc:
         raise UploadError(f"invalid wheel filename: {exc}") from None
+    module = module_name(name)
     # zipfile builds a ZipInfo per central-directory entry before anything can be counted; each entry
     # starts with this signature, so its count bounds the entries from above.
     if data.count(b"PK\x01\x02") > limits.max_members:
@@ -471,7 +501,7 @@ def _inspect_wheel(filename: str, data: bytes, limits: Limits, module: str) -> _
                     size, _ = digest(stream)
                     if size != info.file_size:
                         raise UploadError(f"{filename}: member {info.filename!r} is shorter than declared")
-        except (zipfile.BadZipFile, OSError, zlib.error, EOFError, NotImplementedError) as exc:
+        except (zipfile.BadZipFile, OSError, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
             raise UploadError(f"{filename} is not a valid zip archive: {exc}") from None
         except ValueError as exc:  # ContentHasher: a member produced other than its declared size
             raise UploadError(f"{filename}: {exc}") from None
@@ -506,55 +536,56 @@ def inspect_upload(
         raise UploadError(f"the wheel field must hold a .whl file, got {wheel_filename!r}")
 
     expected = canonicalize_name(expected_name)
-    w_name, w_version, w_meta_raw = _inspect_wheel(wheel_filename, wheel_data, limits)
-    s_name, s_version, s_meta_raw, sources, listing = _inspect_sdist(sdist_filename, sdist_data, limits)
+    module = module_name(str(expected))
+    wheel = _inspect_wheel(wheel_filename, wheel_data, limits)
+    sdist = _inspect_sdist(sdist_filename, sdist_data, limits)
+    w_meta_raw = wheel.metadata
     w_meta = _parse_metadata(wheel_filename, w_meta_raw)
-    s_meta = _parse_metadata(sdist_filename, s_meta_raw)
+    s_meta = _parse_metadata(sdist_filename, sdist.pkg_info)
 
     names = {
         "the URL": expected,
-        f"the wheel filename {wheel_filename}": w_name,
+        f"the wheel filename {wheel_filename}": wheel.name,
         "the wheel METADATA": canonicalize_name(w_meta.name),
-        f"the sdist filename {sdist_filename}": s_name,
+        f"the sdist filename {sdist_filename}": sdist.name,
         "the sdist PKG-INFO": canonicalize_name(s_meta.name),
     }
     if len(set(names.values())) != 1:
         detail = ", ".join(f"{k}: {v}" for k, v in names.items())
         raise UploadError(f"the distribution names do not agree ({detail}); rebuild both from one project")
     versions = {
-        "the wheel filename": w_version,
+        "the wheel filename": wheel.version,
         "the wheel METADATA": w_meta.version,
-        "the sdist filename": s_version,
+        "the sdist filename": sdist.version,
         "the sdist PKG-INFO": s_meta.version,
     }
     if len(set(versions.values())) != 1:
         detail = ", ".join(f"{k}: {v}" for k, v in versions.items())
         raise UploadError(f"the versions do not agree ({detail}); rebuild the wheel and sdist together")
 
-    name, version = str(expected), str(w_version)
-    module = module_name(name)
+    name, version = str(expected), str(wheel.version)
     candidates = [f"{module}/__init__.py", f"{module}.py", f"src/{module}/__init__.py", f"src/{module}.py"]
-    entry = next((c for c in candidates if c in sources), None)
+    entry = next((c for c in candidates if c in sdist.sources), None)
     if entry is None:
         raise UploadError(
             f"the sdist has no module {module!r} (looked for {', '.join(candidates)}); an environment "
             f"named {name!r} must ship the import package {module!r}"
         )
-    if not _defines_load_environment(sources[entry], entry):
+    if not defines_load_environment(sdist.sources[entry], entry):
         raise UploadError(
             f"{entry} does not define load_environment; the module must expose "
             "`def load_environment(**kwargs) -> verifiers.Environment`"
         )
-    try:
-        content_hash = content_hash_of_sdist(sdist_data, module)
-        wheel_hash = content_hash_of_wheel(wheel_data, module)
-    except ValueError as exc:
-        raise UploadError(str(exc)) from None
-    if wheel_hash != content_hash:
+    # The content hash of the sdist's module files (the one algorithm, verifiers.hub.packaging) equals
+    # the wheel's hash exactly when both hold the same files with the same bytes; comparing per-file
+    # sha256 lets the hub stream both archives instead of holding the module in memory.
+    if wheel.module_files != sdist.module_files:
+        differ = sorted(set(wheel.module_files.items()) ^ set(sdist.module_files.items()))
         raise UploadError(
-            f"the wheel and the sdist hold different sources for {module!r} (content hash {wheel_hash[:12]}… "
-            f"vs {content_hash[:12]}…); build the wheel from the sdist (`python -m build` does)"
+            f"the wheel and the sdist hold different sources for {module!r} (first difference: "
+            f"{differ[0][0]}); build the wheel from the sdist (`python -m build` does)"
         )
+    content_hash = wheel.content_hash
     if declared_content_hash and declared_content_hash != content_hash:
         raise UploadError(
             f"the content hash you sent ({declared_content_hash[:12]}…) differs from the one the hub computed "
@@ -595,5 +626,5 @@ def inspect_upload(
         dependencies=deps,
         tags=tags,
         core_metadata=w_meta_raw,
-        sdist_files=listing,
+        sdist_files=sdist.listing,
     )

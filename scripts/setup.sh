@@ -45,3 +45,7 @@ PY
   env_specs+=(-e "${env_dir%/}${extras:+[$extras]}")
 done
 [ ${#env_specs[@]} -gt 0 ] && "$VPY" -m pip install -q "${env_specs[@]}"
+
+# Wheels of the SDK's runtime dependencies, for tests/hub/test_fresh_venv_install.py: a loopback pypiserver
+# serves them as the hub's upstream (standing in for PyPI), so the test itself needs no network.
+"$VPY" scripts/hub_wheelhouse.py

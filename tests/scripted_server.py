@@ -117,6 +117,8 @@ class ScriptedServer:
     required_query: dict[str, str] = field(default_factory=dict)
     in_flight: int = 0
     max_in_flight: int = 0
+    #: Seconds ``GET /models`` waits before answering (a slow or silent endpoint check).
+    models_delay: float = 0.0
     _queue: deque[Reply] = field(default_factory=deque)
     _thread: threading.Thread | None = None
     _loop: asyncio.AbstractEventLoop | None = None
@@ -337,6 +339,8 @@ class ScriptedServer:
         refusal = self._refusal(request)
         if refusal is not None:
             return refusal
+        if self.models_delay:
+            await asyncio.sleep(self.models_delay)
         return web.json_response({"object": "list", "data": [{"id": "scripted", "object": "model"}]})
 
     def app(self) -> web.Application:

@@ -12,7 +12,7 @@ from starlette.datastructures import UploadFile
 
 from hub_server import schemas, services
 from hub_server.auth import Principal
-from hub_server.deps import HubDep, PrincipalDep, SessionDep
+from hub_server.deps import HubDep, PrincipalDep, SessionDep, WriterDep
 from hub_server.releases import sorted_versions
 from hub_server.services import HubError
 from verifiers.hub import wire
@@ -81,13 +81,13 @@ def get_environment(
 
 @router.patch("/environments/{owner}/{name}", response_model=wire.EnvironmentDetail, responses=_ERRORS)
 def update_environment(
-    owner: str, name: str, body: schemas.EnvironmentUpdate, hub: HubDep, principal: PrincipalDep
+    owner: str, name: str, body: schemas.EnvironmentUpdate, hub: HubDep, principal: WriterDep
 ) -> wire.EnvironmentDetail:
     return schemas.env_detail(services.update_environment(hub, principal, owner, name, body))
 
 
 @router.delete("/environments/{owner}/{name}", status_code=204, responses=_ERRORS)
-def delete_environment(owner: str, name: str, hub: HubDep, principal: PrincipalDep) -> Response:
+def delete_environment(owner: str, name: str, hub: HubDep, principal: WriterDep) -> Response:
     services.delete_environment(hub, principal, owner, name)
     return Response(status_code=204)
 
@@ -109,7 +109,7 @@ def list_versions(
     summary="Publish a version (multipart: wheel + sdist)",
 )
 async def publish_version(
-    owner: str, name: str, request: Request, hub: HubDep, principal: PrincipalDep
+    owner: str, name: str, request: Request, hub: HubDep, principal: WriterDep
 ) -> wire.VersionDetail:
     # Refuse before reading a possibly large body when the caller may not publish here at all.
     await run_in_threadpool(services.precheck_publish, hub, principal, owner, name)
@@ -162,7 +162,7 @@ def get_version(
 
 
 @router.delete("/environments/{owner}/{name}/versions/{version}", status_code=204, responses=_ERRORS)
-def delete_version(owner: str, name: str, version: str, hub: HubDep, principal: PrincipalDep) -> Response:
+def delete_version(owner: str, name: str, version: str, hub: HubDep, principal: WriterDep) -> Response:
     services.delete_version(hub, principal, owner, name, version)
     return Response(status_code=204)
 
@@ -177,7 +177,7 @@ def yank(
     name: str,
     version: str,
     hub: HubDep,
-    principal: PrincipalDep,
+    principal: WriterDep,
     body: schemas.YankIn | None = None,
 ) -> wire.VersionInfo:
     return services.set_yanked(hub, principal, owner, name, version, True, body.reason if body else "")
@@ -188,7 +188,7 @@ def yank(
     response_model=wire.VersionInfo,
     responses=_ERRORS,
 )
-def unyank(owner: str, name: str, version: str, hub: HubDep, principal: PrincipalDep) -> wire.VersionInfo:
+def unyank(owner: str, name: str, version: str, hub: HubDep, principal: WriterDep) -> wire.VersionInfo:
     return services.set_yanked(hub, principal, owner, name, version, False)
 
 
@@ -219,18 +219,18 @@ def list_evals(owner: str, name: str, session: SessionDep, principal: PrincipalD
     summary="Upload an eval summary (leaderboard entry)",
 )
 def add_eval(
-    owner: str, name: str, version: str, body: schemas.EvalIn, hub: HubDep, principal: PrincipalDep
+    owner: str, name: str, version: str, body: schemas.EvalIn, hub: HubDep, principal: WriterDep
 ) -> schemas.EvalOut:
     return services.add_eval(hub, principal, owner, name, version, body)
 
 
 @router.put("/environments/{owner}/{name}/star", response_model=schemas.StarOut, responses=_ERRORS)
-def star(owner: str, name: str, hub: HubDep, principal: PrincipalDep) -> schemas.StarOut:
+def star(owner: str, name: str, hub: HubDep, principal: WriterDep) -> schemas.StarOut:
     return services.set_star(hub, principal, owner, name, True)
 
 
 @router.delete("/environments/{owner}/{name}/star", response_model=schemas.StarOut, responses=_ERRORS)
-def unstar(owner: str, name: str, hub: HubDep, principal: PrincipalDep) -> schemas.StarOut:
+def unstar(owner: str, name: str, hub: HubDep, principal: WriterDep) -> schemas.StarOut:
     return services.set_star(hub, principal, owner, name, False)
 
 
@@ -256,8 +256,8 @@ def list_tokens(session: SessionDep, principal: PrincipalDep) -> list[schemas.To
 
 
 @router.post("/tokens", status_code=201, response_model=schemas.TokenCreated, responses=_ERRORS)
-def create_token(body: schemas.TokenCreate, hub: HubDep, principal: PrincipalDep) -> schemas.TokenCreated:
-    p = _principal_required(principal)
+def create_token(body: schemas.TokenCreate, hub: HubDep, principal: WriterDep) -> schemas.TokenCreated:
+    p = principal
     token, row = services.create_token(
         hub,
         p.username,
@@ -271,7 +271,7 @@ def create_token(body: schemas.TokenCreate, hub: HubDep, principal: PrincipalDep
 
 @router.delete("/tokens/{token_id}", status_code=204, responses=_ERRORS)
 def revoke_token(
-    token_id: Annotated[int, FastAPIPath(ge=1, le=2**31 - 1)], hub: HubDep, principal: PrincipalDep
+    token_id: Annotated[int, FastAPIPath(ge=1, le=2**31 - 1)], hub: HubDep, principal: WriterDep
 ) -> Response:
-    services.revoke_token(hub, token_id, principal=_principal_required(principal))
+    services.revoke_token(hub, token_id, principal=principal)
     return Response(status_code=204)

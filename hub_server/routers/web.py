@@ -7,6 +7,7 @@ driven into a state change from another site.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from html import escape
@@ -17,6 +18,9 @@ import nh3
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
+from markdown_it.token import Token
+from markdown_it.utils import OptionsDict
 
 from hub_server import schemas, services
 from hub_server.auth import COOKIE_NAME, AuthError
@@ -26,7 +30,7 @@ from hub_server.releases import latest_version, sorted_versions
 router = APIRouter(include_in_schema=False)
 
 CSP = (
-    "default-src 'none'; style-src 'self'; img-src 'self' https: data:; form-action 'self'; "
+    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'"
 )
 _SECURITY_HEADERS = {
@@ -37,18 +41,52 @@ _SECURITY_HEADERS = {
 }
 
 
+def _same_host(src: str) -> bool:
+    parts = urlsplit(src.strip())
+    return not parts.scheme and not parts.netloc
+
+
+def _image_as_link(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: Any
+) -> str:
+    # An image from another host would tell that host who reads the page (and when): link to it instead.
+    token = tokens[idx]
+    src = str(token.attrGet("src") or "")
+    alt = self.renderInlineAsText(token.children or [], options, env)
+    if _same_host(src):
+        return f'<img src="{escape(src)}" alt="{escape(alt)}">'
+    return f'<a href="{escape(src)}">{escape(alt or src)}</a>'
+
+
+def _keep_local_images(tag: str, attr: str, value: str) -> str | None:
+    # Raw HTML <img> in a README: drop a src on another host (the CSP would block it anyway).
+    if tag == "img" and attr == "src" and not _same_host(value):
+        return None
+    return value
+
+
 @lru_cache(maxsize=1)
 def _markdown() -> MarkdownIt:
-    return MarkdownIt("commonmark", {"html": True}).enable("table").enable("strikethrough")
+    md = MarkdownIt("commonmark", {"html": True}).enable("table").enable("strikethrough")
+    md.add_render_rule("image", _image_as_link)
+    return md
 
 
 @lru_cache(maxsize=256)
 def render_readme(text: str, content_type: str) -> str:
-    """README as safe HTML: markdown rendered, then sanitised (raw HTML in a README is allowed, scripts not)."""
+    """README as safe HTML: markdown rendered, then sanitised (raw HTML in a README is allowed, scripts not).
+
+    Images load only from the hub itself: markdown images from other hosts become links, and a raw
+    ``<img>`` from another host loses its ``src`` (the page's CSP says ``img-src 'self'`` as well).
+    """
     if not text.strip():
         return "<p><em>No README.</em></p>"
     if content_type in ("text/markdown", "text/x-markdown", ""):
-        return nh3.clean(_markdown().render(text), link_rel="noopener noreferrer nofollow")
+        return nh3.clean(
+            _markdown().render(text),
+            link_rel="noopener noreferrer nofollow",
+            attribute_filter=_keep_local_images,
+        )
     return f"<pre>{escape(text)}</pre>"
 
 

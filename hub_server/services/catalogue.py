@@ -6,11 +6,11 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
-from sqlalchemy import delete, exists, func, or_, select, update
+from sqlalchemy import CursorResult, delete, exists, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -24,6 +24,8 @@ from hub_server.services.lookups import visible_environment_named, visible_filte
 from verifiers.hub import wire
 from verifiers.hub.packaging import normalize_name, parse_env_spec
 
+#: Longest description in a search result (the detail endpoint has the whole text).
+SUMMARY_LIMIT = 300
 _METADATA_SUFFIX = ".metadata"  # PEP 658: <file URL>.metadata is the wheel's METADATA
 
 
@@ -69,8 +71,15 @@ def search(
         stmt.order_by(*order).offset((page - 1) * per_page).limit(per_page)
     ).all()
     return wire.SearchPage(
-        items=[schemas.env_summary(e) for e in rows], total=total, page=page, per_page=per_page
+        items=[_capped(schemas.env_summary(e)) for e in rows], total=total, page=page, per_page=per_page
     )
+
+
+def _capped(item: wire.EnvironmentSummary) -> wire.EnvironmentSummary:
+    # A listing shows summaries, not whole descriptions: a page of results stays small whatever was published.
+    if len(item.description) <= SUMMARY_LIMIT:
+        return item
+    return item.model_copy(update={"description": item.description[: SUMMARY_LIMIT - 1].rstrip() + "…"})
 
 
 def resolve(session: Session, principal: Principal | None, spec_text: str) -> tuple[Environment, VersionRow]:
@@ -152,11 +161,12 @@ def record_download(hub: Hub, download: Download, client: str) -> bool:
     today = datetime.now(UTC).date()
     with hub.db.write() as session:
         insert = sqlite_insert if session.get_bind().dialect.name == "sqlite" else pg_insert
-        counted = session.execute(
+        result = session.execute(
             insert(DownloadEvent)
             .values(file_id=download.file_id, client=client, day=today)
             .on_conflict_do_nothing()
-        ).rowcount
+        )
+        counted = cast(CursorResult[Any], result).rowcount
         if counted:
             session.execute(
                 update(Environment)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from packaging.version import Version
 from sqlalchemy import Select, or_, select
@@ -14,8 +14,10 @@ from hub_server.releases import find_version
 from hub_server.services.errors import HubError, not_found
 from verifiers.hub.packaging import normalize_name
 
+_S = TypeVar("_S", bound="Select[*tuple[Any, ...]]")
 
-def visible_filter(stmt: Select[Any], principal: Principal | None) -> Select[Any]:
+
+def visible_filter(stmt: _S, principal: Principal | None) -> _S:
     """``stmt`` over environments, narrowed to those ``principal`` may read."""
     if principal is not None and principal.has("admin"):
         return stmt
@@ -38,7 +40,8 @@ def visible_environment_named(session: Session, principal: Principal | None, nam
     does (no row, no eager loads): the two cannot be told apart by timing or query count.
     """
     stmt = visible_filter(select(Environment), principal)
-    return session.scalar(stmt.where(Environment.name == normalize_name(name)))
+    env: Environment | None = session.scalar(stmt.where(Environment.name == normalize_name(name)))
+    return env
 
 
 def get_environment(session: Session, principal: Principal | None, owner: str, name: str) -> Environment:
@@ -47,7 +50,9 @@ def get_environment(session: Session, principal: Principal | None, owner: str, n
     Absent and invisible take the same path: visibility is filtered in SQL, before any row is loaded.
     """
     stmt = visible_filter(select(Environment).join(Owner), principal)
-    env = session.scalar(stmt.where(Environment.name == normalize_name(name), Owner.name == owner.lower()))
+    env: Environment | None = session.scalar(
+        stmt.where(Environment.name == normalize_name(name), Owner.name == owner.lower())
+    )
     if env is None:
         raise not_found(f"environment {owner}/{name}")
     return env

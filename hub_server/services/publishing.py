@@ -151,15 +151,19 @@ def _insert_version(hub: Hub, attempt: _Attempt) -> tuple[int, int]:
     raise AssertionError("unreachable")
 
 
+def _exists(info: InspectedUpload) -> HubError:
+    return HubError(
+        409,
+        f"{info.name} {info.version} already exists (versions equal under PEP 440 count as one); versions "
+        "are immutable, so bump the version (yank the old one if it is broken)",
+    )
+
+
 def _publish_conflict(hub: Hub, info: InspectedUpload) -> HubError | None:
     with hub.db.read() as session:
         env = environment_named(session, info.name)
         if env is not None and find_version(env, Version(info.version)) is not None:
-            return HubError(
-                409,
-                f"{info.name} {info.version} already exists; versions are immutable, so bump the version "
-                "(yank the old one if it is broken)",
-            )
+            return _exists(info)
         files = session.scalars(
             select(File.filename).where(File.filename.in_([info.wheel.filename, info.sdist.filename]))
         ).all()
@@ -189,6 +193,13 @@ def _insert_once(hub: Hub, attempt: _Attempt) -> tuple[int, int]:
             session.add(env)
             session.flush()
         else:
+            # Versions equal under PEP 440 (1.0, 1.0.0) are different strings, so the unique constraint
+            # cannot see them: lock the environment row (PostgreSQL; SQLite writes are serial already)
+            # and look again inside this transaction.
+            session.execute(select(Environment.id).where(Environment.id == env.id).with_for_update())
+            existing = session.scalars(select(VersionRow.version).where(VersionRow.environment_id == env.id))
+            if any(Version(v) == Version(info.version) for v in existing):
+                raise _exists(info)
             if attempt.visibility:
                 env.visibility = attempt.visibility
             env.updated_at = now

@@ -1,10 +1,13 @@
 """A subprocess for kill/resume tests: evaluates a small env into a run directory.
 
-Usage: python tests/core/_eval_job.py URL OUT_DIR N R [--resume]
+Usage: python tests/core/_eval_job.py URL OUT_DIR N R [--resume] [--block-setup]
+
+``--block-setup``: the environment's ``setup()`` never returns (a run stuck in start-up).
 """
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
 import verifiers as vf
@@ -16,7 +19,14 @@ def build_env() -> vf.SingleTurnEnv:
     def correct(completion, answer) -> float:
         return float(completion[-1]["content"] == answer)
 
-    return vf.SingleTurnEnv(dataset=rows, rubric=vf.Rubric([correct]), env_id="kill-test")
+    env = vf.SingleTurnEnv(dataset=rows, rubric=vf.Rubric([correct]), env_id="kill-test")
+    if "--block-setup" in sys.argv:
+
+        async def setup() -> None:
+            await asyncio.Event().wait()
+
+        env.setup = setup  # type: ignore[method-assign]
+    return env
 
 
 if __name__ == "__main__":

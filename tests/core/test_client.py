@@ -391,3 +391,41 @@ async def test_plain_completions_ignore_the_chat_api(scripted: ScriptedServer, b
     async with fast_client(scripted.url, backend, api="responses") as c:
         assert (await c.complete("m", "x")).text == "ok"
     assert scripted.request_meta[-1]["path"] == "/v1/completions"
+
+
+# --- bounds on a silent server ---------------------------------------------------------------------
+async def test_a_silent_server_costs_the_total_timeout_not_attempts_times_timeout(
+    scripted: ScriptedServer, backend: Backend
+) -> None:
+    scripted.handler = lambda body: Reply(delay=2.0)  # accepts, answers far too late
+    t0 = time.monotonic()
+    async with fast_client(scripted.url, backend, max_retries=5, timeout=10.0, total_timeout=0.6) as c:
+        waiting: list[int] = []
+
+        async def watch() -> None:
+            await asyncio.sleep(0.3)
+            waiting.append(c.stats.waiting_longer_than(0.2))
+
+        watcher = asyncio.create_task(watch())
+        with pytest.raises(RequestTimeoutError, match=r"total timeout of 0\.6s"):
+            await c.chat("m", MSGS)
+        await watcher
+    assert time.monotonic() - t0 < 3
+    assert waiting == [1] and c.stats.waiting == {}
+
+
+async def test_the_first_byte_bound_applies_per_attempt(scripted: ScriptedServer, backend: Backend) -> None:
+    scripted.enqueue(Reply(delay=1.5), Reply(content="late but fine"))
+    async with fast_client(scripted.url, backend, max_retries=1, read_timeout=0.3) as c:
+        r = await c.chat("m", MSGS)
+    assert r.text == "late but fine" and c.stats.retries == 1
+
+
+def test_default_bounds_are_sane() -> None:
+    from verifiers.clients import client as mod
+
+    c = Client("http://127.0.0.1:9/v1")
+    assert (c.total_timeout, c.read_timeout) == (mod.DEFAULT_TOTAL_TIMEOUT, mod.DEFAULT_READ_TIMEOUT)
+    assert mod.DEFAULT_CONNECT_TIMEOUT <= 30
+    # A silent server costs at most the total bound, far below (attempts x per-attempt bound) = 1 h.
+    assert c.total_timeout is not None and c.total_timeout <= 900 < (c.max_retries + 1) * c.timeout

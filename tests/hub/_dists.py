@@ -149,3 +149,34 @@ def zip_symlink(zf: zipfile.ZipFile, path: str, target: str) -> None:
     info = zipfile.ZipInfo(path)
     info.external_attr = (0o120777 << 16) | 0
     zf.writestr(info, target)
+
+
+def pax_sparse_member(path: str, claimed: int) -> tuple[tarfile.TarInfo, bytes]:
+    """A PAX (GNU 0.1) sparse member storing 10 bytes that expands to ``claimed`` bytes of zeros."""
+    info = tarfile.TarInfo(path)
+    info.size = 10
+    info.pax_headers = {"GNU.sparse.map": "0,10", "GNU.sparse.size": str(claimed)}
+    return info, b"x" * 10
+
+
+class _GnuSparse(tarfile.TarInfo):
+    """An old-GNU sparse ('S') header: one 10-byte data region, real size ``claimed``."""
+
+    claimed = 0
+
+    def tobuf(
+        self, format: int | None = None, encoding: str | None = "utf-8", errors: str = "strict"
+    ) -> bytes:
+        buf = bytearray(super().tobuf(tarfile.GNU_FORMAT, encoding or "utf-8", errors))
+        buf[386:398] = b"%011o\0" % 0
+        buf[398:410] = b"%011o\0" % 10
+        buf[483:495] = b"%011o\0" % self.claimed
+        buf[148:156] = b" " * 8
+        buf[148:156] = b"%06o\0 " % sum(buf[:512])
+        return bytes(buf)
+
+
+def gnu_sparse_member(path: str, claimed: int) -> tuple[tarfile.TarInfo, bytes]:
+    info = _GnuSparse(path)
+    info.type, info.size, info.claimed = tarfile.GNUTYPE_SPARSE, 10, claimed
+    return info, b"x" * 10

@@ -61,10 +61,26 @@ def run_pypiserver(root: Path) -> Iterator[Pypiserver]:
     """pypiserver over ``root`` on a free loopback port; the fallback to pypi.org is off."""
     port = free_port()
     exe = Path(sys.executable).with_name("pypi-server")
+    # A file, not a pipe: its request log must never fill a pipe buffer and stall the server.
+    log = root.with_name(root.name + ".log")
+    log_file = log.open("wb")
     proc = subprocess.Popen(
-        [str(exe), "run", "-i", "127.0.0.1", "-p", str(port), "--disable-fallback", "-a", ".", "-P", ".", str(root)],
+        [
+            str(exe),
+            "run",
+            "-i",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "--disable-fallback",
+            "-a",
+            ".",
+            "-P",
+            ".",
+            str(root),
+        ],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=log_file,
     )
     url = f"http://127.0.0.1:{port}/simple/"
     try:
@@ -76,8 +92,7 @@ def run_pypiserver(root: Path) -> Iterator[Pypiserver]:
             except httpx.HTTPError:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                err = proc.stderr.read().decode() if proc.stderr else ""
-                raise RuntimeError(f"pypiserver did not start: {err[-500:]}")
+                raise RuntimeError(f"pypiserver did not start: {log.read_text(errors='replace')[-500:]}")
             time.sleep(0.1)
         yield Pypiserver(url, root)
     finally:
@@ -86,6 +101,8 @@ def run_pypiserver(root: Path) -> Iterator[Pypiserver]:
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait(10)
+        log_file.close()
 
 
 def shared_sdk_cache(factory: pytest.TempPathFactory) -> Path:

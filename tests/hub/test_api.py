@@ -82,7 +82,8 @@ def test_search_filters_sorts_and_pages(client: TestClient, actors: Actors) -> N
     # downloads and stars order the list
     client.get("/files/demo-env/demo_env-0.1.0.tar.gz")
     client.get("/files/math-env/math_env-0.1.0.tar.gz")
-    client.get("/files/math-env/math_env-0.1.0.tar.gz")
+    # a download counts once per file, client and day: the second one comes from another client (bob)
+    client.get("/files/math-env/math_env-0.1.0.tar.gz", headers=Actors.auth(actors.bob))
     assert names(client.get(f"{API}/environments", params={"sort": "downloads"}).json())[:2] == [
         "alice/math-env",
         "alice/demo-env",
@@ -166,8 +167,10 @@ def test_evals_feed_the_leaderboard(client: TestClient, actors: Actors) -> None:
     }
     assert client.post(url, json=body).status_code == 401
     assert client.post(url, json=body, headers=Actors.auth(actors.alice_read)).status_code == 403
-    r = client.post(url, json=body, headers=Actors.auth(actors.bob))
-    assert r.status_code == 201 and r.json()["uploader"] == "bob"
+    # results live under the environment: a publish token of another namespace may not write them
+    assert client.post(url, json=body, headers=Actors.auth(actors.bob)).status_code == 403
+    r = client.post(url, json=body, headers=Actors.auth(actors.alice))
+    assert r.status_code == 201 and r.json()["uploader"] == "alice"
     better = {**body, "model": "bigger-model", "avg_reward": 0.9}
     assert client.post(url, json=better, headers=Actors.auth(actors.alice)).status_code == 201
     assert (

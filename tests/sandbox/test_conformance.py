@@ -460,3 +460,308 @@ async def test_parent_sigkill_then_reaper(backend: SandboxBackend) -> None:
     assert set(ids) <= set(reaped)
     for i in ids:
         assert await wait_until_clean(i, uids[i]) == [], f"leftovers of {i} after the reaper"
+
+
+# --- issue 11: IPC, keyrings, syscalls, memory and pids per sandbox, scratch dirs ----------------------
+IPC_KEY = 0x5FC0FFEE
+IPC_PROBE = textwrap.dedent(
+    """
+    import ctypes, errno, os, sys
+    libc = ctypes.CDLL(None, use_errno=True)
+    KEY, IPC_CREAT, O_CREAT, O_RDWR = int(sys.argv[2]), 0o1000, os.O_CREAT, os.O_RDWR
+    libc.shmat.restype = ctypes.c_void_p
+    libc.mq_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+    def err():
+        return errno.errorcode.get(ctypes.get_errno(), "?")
+    out = {}
+    if sys.argv[1] == "create":
+        shm = libc.shmget(KEY, 1 << 20, IPC_CREAT | 0o600)
+        if shm >= 0:
+            addr = libc.shmat(shm, None, 0)
+            ctypes.memmove(addr, b"lease-1-secret", 14)
+        out["shm"] = shm if shm >= 0 else err()
+        msq = libc.msgget(KEY, IPC_CREAT | 0o600)
+        out["msg"] = msq if msq >= 0 else err()
+        sem = libc.semget(KEY, 1, IPC_CREAT | 0o600)
+        out["sem"] = sem if sem >= 0 else err()
+        mq = libc.mq_open(b"/vf-probe", O_CREAT | O_RDWR, 0o600, None)
+        out["mq"] = mq if mq >= 0 else err()
+    else:
+        for name, call in (("shm", lambda: libc.shmget(KEY, 0, 0)), ("msg", lambda: libc.msgget(KEY, 0)),
+                           ("sem", lambda: libc.semget(KEY, 0, 0)),
+                           ("mq", lambda: libc.mq_open(b"/vf-probe", os.O_RDONLY, 0, None))):
+            r = call()
+            out[name] = "FOUND" if r >= 0 else err()
+    print(out)
+    """
+)
+
+
+async def test_ipc_objects_do_not_cross_leases_or_sandboxes(backend: SandboxBackend) -> None:
+    if not backend.contained and os.geteuid() != 0:
+        pytest.skip("local backend without root: commands share the host's IPC namespace")
+    # One of the host's own: a sandbox must not see it either.
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    host_shm = libc.shmget(IPC_KEY + 1, 4096, 0o1000 | 0o600)
+    assert host_shm >= 0
+    try:
+        async with await backend.create(TEST_LIMITS) as a, await backend.create(TEST_LIMITS) as b:
+            await a.write_file("ipc.py", IPC_PROBE)
+            await b.write_file("ipc.py", IPC_PROBE)
+            r = await a.exec(["python3", "ipc.py", "find", str(IPC_KEY + 1)])
+            assert r.exit_code == 0 and "FOUND" not in r.stdout, f"the host's shm is visible: {r}"
+            r = await a.exec(["python3", "ipc.py", "create", str(IPC_KEY)])
+            made = eval(r.stdout)  # noqa: S307 - our own probe's dict of ints and errno names
+            assert isinstance(made["shm"], int) and isinstance(made["msg"], int) and isinstance(made["sem"], int), r
+            r = await b.exec(["python3", "ipc.py", "find", str(IPC_KEY)])
+            assert "FOUND" not in r.stdout, f"sandbox b sees a's IPC objects: {r}"
+            await a.reset()
+            await a.write_file("ipc.py", IPC_PROBE)
+            r = await a.exec(["python3", "ipc.py", "find", str(IPC_KEY)])
+            assert r.exit_code == 0 and "FOUND" not in r.stdout, f"IPC objects survived reset(): {r}"
+            if isinstance(made["mq"], int):
+                assert "'mq': 'ENOENT'" in r.stdout, r
+    finally:
+        libc.shmctl(host_shm, 0, None)
+
+
+KEY_PROBE = textwrap.dedent(
+    """
+    import ctypes, errno, sys
+    libc = ctypes.CDLL(None, use_errno=True)
+    KEYCTL_SEARCH, KEYCTL_READ, SESSION, USER = 10, 11, -3, -4
+    def err():
+        return errno.errorcode.get(ctypes.get_errno(), "?")
+    host_key, desc = int(sys.argv[1]), sys.argv[2].encode()
+    buf = ctypes.create_string_buffer(256)
+    n = libc.syscall(250, KEYCTL_READ, host_key, buf, 256)
+    print("read-host-key", buf.raw[:n].decode() if n >= 0 else err())
+    found = libc.syscall(250, KEYCTL_SEARCH, SESSION, b"user", desc, 0)
+    print("search-session", found if found >= 0 else err())
+    mine = libc.syscall(248, b"user", b"vf-lease-key", b"lease-1", 7, USER)
+    print("add-user-key", mine if mine >= 0 else err())
+    again = libc.syscall(250, KEYCTL_SEARCH, USER, b"user", b"vf-lease-key", 0)
+    print("search-lease-key", again if again >= 0 else err())
+    """
+)
+
+
+async def test_keyrings_are_private(backend: SandboxBackend) -> None:
+    """The host's session keyring is neither possessed nor reachable, and no key persists across leases."""
+    import ctypes
+
+    if sys.platform != "linux" or os.uname().machine != "x86_64":
+        pytest.skip("the probe uses x86_64 syscall numbers")
+    libc = ctypes.CDLL(None, use_errno=True)
+    desc = f"vf-probe-{os.getpid()}".encode()
+    host_key = libc.syscall(248, b"user", desc, b"host-secret", 11, -3)  # add_key to our session keyring
+    if host_key < 0:
+        pytest.skip(f"cannot add a key on the host (errno {ctypes.get_errno()})")
+    try:
+        async with await backend.create(TEST_LIMITS) as sb:
+            await sb.write_file("keys.py", KEY_PROBE)
+            r = await sb.exec(["python3", "keys.py", str(host_key), desc.decode()])
+            assert r.exit_code == 0, r
+            lines = dict(line.split(" ", 1) for line in r.stdout.splitlines())
+            assert "host-secret" not in r.stdout, f"the sandbox read the host's key: {r}"
+            assert not lines["search-session"].lstrip("-").isdigit(), r
+            if not backend.contained:
+                return  # local: a fresh session keyring, but root's user keyring is the host's
+            await sb.reset()
+            await sb.write_file("keys.py", KEY_PROBE)
+            r = await sb.exec(["python3", "keys.py", str(host_key), desc.decode()])
+            lines = dict(line.split(" ", 1) for line in r.stdout.splitlines())
+            assert not lines["search-lease-key"].lstrip("-").isdigit(), f"a key survived reset(): {r}"
+            if backend.name == "bwrap":
+                # seccomp: no keyctl/add_key at all (but joining a fresh session keyring).
+                assert lines["add-user-key"] == "EPERM" and lines["read-host-key"] == "EPERM", r
+    finally:
+        libc.syscall(250, 21, host_key)  # KEYCTL_INVALIDATE
+
+
+SYSCALL_PROBE = textwrap.dedent(
+    """
+    import ctypes, errno, os
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(4096)
+    calls = {
+        "unshare(CLONE_NEWUSER)": (272, 0x10000000),
+        "unshare(CLONE_NEWNS|NEWNET)": (272, 0x00020000 | 0x40000000),
+        "clone(CLONE_NEWUSER)": (56, 0x10000000 | 17, 0, 0, 0, 0),
+        "mount": (165, b"none", b"/tmp", b"tmpfs", 0, None),
+        "umount2": (166, b"/tmp", 0),
+        "keyctl(GET_KEYRING_ID)": (250, 0, -3, 0),
+        "add_key": (248, b"user", b"k", b"v", 1, -3),
+        "request_key": (249, b"user", b"k", None, 0),
+        "bpf": (321, 0, buf, 48),
+        "perf_event_open": (298, buf, 0, -1, -1, 0),
+        "io_uring_setup": (425, 4, buf),
+        "userfaultfd": (323, 0),
+        "ptrace(TRACEME)": (101, 0, 0, 0, 0),
+        "kexec_load": (246, 0, 0, None, 0),
+        "init_module": (175, buf, 16, b""),
+        "finit_module": (313, 0, b"", 0),
+        "delete_module": (176, b"x", 0),
+        "pivot_root": (155, b"/tmp", b"/tmp"),
+        "swapon": (167, b"/tmp/x", 0),
+        "reboot": (169, 0, 0, 0, None),
+        "setns": (308, 0, 0),
+        "open_by_handle_at": (304, 0, buf, 0),
+    }
+    for name, (nr, *args) in calls.items():
+        r = libc.syscall(nr, *args)
+        print(name, "=", "ok" if r >= 0 else errno.errorcode.get(ctypes.get_errno(), "?"))
+    r = libc.syscall(435, buf, 88)
+    print("clone3", "=", "ok" if r >= 0 else errno.errorcode.get(ctypes.get_errno(), "?"))
+    """
+)
+PYTHON_STILL_WORKS = textwrap.dedent(
+    """
+    import concurrent.futures, multiprocessing, os, subprocess, threading
+    with concurrent.futures.ThreadPoolExecutor(4) as ex:
+        assert sum(ex.map(lambda x: x * x, range(10))) == 285
+    pid = os.fork()
+    if pid == 0:
+        os._exit(7)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 7
+    assert subprocess.run(["echo", "sub"], capture_output=True, text=True).stdout == "sub\\n"
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        assert pool.map(abs, [-1, -2]) == [1, 2]
+    print("python ok")
+    """
+)
+
+
+async def test_kernel_attack_surface_is_filtered(sandbox: Sandbox, backend: SandboxBackend) -> None:
+    # Whatever the filter, Python (threads, fork, subprocess, multiprocessing) keeps working.
+    r = await sandbox.exec(["python3", "-c", PYTHON_STILL_WORKS], timeout=20)
+    assert r.stdout == "python ok\n", r
+    if backend.name != "bwrap":
+        pytest.skip(
+            "runsc: every syscall is served by gVisor's user-space kernel, never the host's; local: not a "
+            "security boundary, no filter"
+        )
+    if os.uname().machine != "x86_64":
+        pytest.skip("the seccomp filter is x86_64 only")
+    r = await sandbox.exec(["python3", "-c", SYSCALL_PROBE])
+    assert r.exit_code == 0, r
+    got = dict(line.split(" = ") for line in r.stdout.splitlines())
+    expect = {name: "EPERM" for name in got}
+    expect["clone3"] = "ENOSYS"
+    assert got == expect, r
+
+
+HOG6 = textwrap.dedent(
+    """
+    import os, sys, time
+    mb = int(sys.argv[1])
+    kids = []
+    for i in range(6):
+        pid = os.fork()
+        if pid == 0:
+            block = b"\\x01" * (mb * 1024 * 1024)  # touched, so really resident
+            print("held", i, flush=True)
+            time.sleep(60)
+            os._exit(0)
+        kids.append(pid)
+    statuses = [os.waitpid(p, 0)[1] for p in kids]
+    sys.exit(1 if any(os.WIFSIGNALED(s) for s in statuses) else 0)
+    """
+)
+
+
+async def test_memory_limit_is_per_sandbox(backend: SandboxBackend) -> None:
+    """Six processes of 100 MB each stay under a per-process limit of 256 MB, but not under a sandbox
+    limit of 256 MB: the command is killed and says so, promptly."""
+    limits = TEST_LIMITS.model_copy(update={"memory_mb": 256, "timeout_s": 30})
+    sb = await backend.create(limits)
+    try:
+        if not sb.limits_per_sandbox:
+            pytest.skip("no cgroup could be created here: limits are per process (reported as such)")
+        await sb.write_file("hog6.py", HOG6)
+        t0 = time.monotonic()
+        try:
+            r = await sb.exec(["python3", "hog6.py", "100"], timeout=25)
+        except SandboxError:
+            # runsc: gVisor (this date) has no memory limit of its own; the host cgroup OOM-kills the
+            # whole sandbox, which is reported as a dead sandbox (an infra error), never a hang.
+            assert backend.name == "runsc"
+            assert time.monotonic() - t0 < 20 and not sb.alive
+            return
+        assert time.monotonic() - t0 < 20, r
+        assert r.stdout.count("held") < 6, f"the sandbox held 600 MB under a 256 MB limit: {r}"
+        assert r.exit_code != 0 and not r.timed_out and r.oom_killed, r
+        assert "memory limit" in r.stderr, r
+        # Files in the sandbox's tmpfs count too: 300 MB in the workspace do not fit in 256 MB.
+        big = TEST_LIMITS.model_copy(update={"memory_mb": 256, "workspace_mb": 512})
+        async with await backend.create(big) as sb2:
+            fill = "f = open('f', 'wb')\nfor _ in range(30): f.write(b'x' * (10 << 20))\nprint('wrote')"
+            r = await sb2.exec(["python3", "-c", fill])
+            assert "wrote" not in r.stdout and r.oom_killed, r
+            assert (await sb2.exec(["echo", "alive"])).stdout == "alive\n"
+        assert (await sb.exec(["echo", "alive"])).stdout == "alive\n"
+    finally:
+        await sb.destroy()
+
+
+async def test_cgroups_are_removed_on_destroy_and_by_the_reaper(backend: SandboxBackend) -> None:
+    from verifiers.sandbox._cgroup import cgroup_root
+
+    def cgroup_dirs(sid: str) -> list[Path]:
+        return [p for c in ("memory", "pids") if (p := cgroup_root() / c / "vf-sandbox" / sid).exists()]
+
+    sb = await backend.create(TEST_LIMITS)
+    if not sb.limits_per_sandbox and backend.name != "runsc":
+        await sb.destroy()
+        pytest.skip("no cgroup could be created here")
+    if backend.name != "runsc":
+        assert len(cgroup_dirs(sb.id)) == 2
+        pids = (cgroup_root() / "pids" / "vf-sandbox" / sb.id / "pids.max").read_text()
+        assert int(pids) == TEST_LIMITS.max_procs + 3
+    await sb.destroy()
+    assert cgroup_dirs(sb.id) == []
+
+
+async def test_process_limit_is_per_sandbox(backend: SandboxBackend) -> None:
+    """The fork bomb case again for the local backend as root, where only the cgroup binds."""
+    if backend.contained or os.geteuid() != 0:
+        pytest.skip("covered by test_fork_bomb_is_contained")
+    async with await backend.create(TEST_LIMITS) as sb:
+        if not sb.limits_per_sandbox:
+            pytest.skip("no cgroup here: local as root has no process limit")
+        await sb.write_file("bomb.py", FORK_BOMB)
+        r = await sb.exec(["python3", "bomb.py"], timeout=3)
+        assert r.timed_out, r
+        assert (await sb.exec(["python3", "-c", "print('alive')"])).stdout == "alive\n"
+
+
+SCRATCH_PROBE = textwrap.dedent(
+    """
+    import os, sys
+    for d in sys.argv[1:]:
+        try:
+            open(os.path.join(d, "mine"), "w").write("x")
+            f = open(os.path.join(d, "big"), "wb")
+            try:
+                f.write(b"x" * (100 << 20))
+                print(d, "unbounded")
+            except OSError as e:
+                print(d, "full", e.errno)
+        except OSError as e:
+            print(d, "refused", e.errno)
+    print(sorted(os.listdir(sys.argv[1])))
+    """
+)
+
+
+async def test_scratch_dirs_are_writable_quotad_and_wiped(secure_backend: SandboxBackend) -> None:
+    limits = TEST_LIMITS.model_copy(update={"tmp_mb": 16, "max_file_mb": 64})
+    async with await secure_backend.create(limits) as sb:
+        r = await sb.exec(["python3", "-c", SCRATCH_PROBE, "/tmp", "/dev/shm"])
+        assert r.exit_code == 0, r
+        assert "/tmp full 28" in r.stdout and "/dev/shm full 28" in r.stdout, r
+        await sb.reset()
+        r = await sb.exec(["python3", "-c", "import os; print(os.listdir('/tmp'), os.listdir('/dev/shm'))"])
+        assert r.stdout == "[] []\n", r

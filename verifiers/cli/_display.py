@@ -25,6 +25,8 @@ from verifiers.types import RunMetadata
 
 REFRESH_S = 0.25
 PLAIN_EVERY_S = 5.0
+#: Requests unanswered for longer than this are shown as waiting (a silent or overloaded server).
+SLOW_REQUEST_S = 30.0
 
 
 def fmt_reward(value: float | None) -> str:
@@ -55,8 +57,12 @@ class ProgressDisplay:
         return (
             f"{self.title}: {p.generated}/{p.total} rollouts{pct}, {p.done} scored, {p.rate:.2f}/s, "
             f"mean reward {fmt_reward(p.mean_reward)}, in flight {p.in_flight}, "
-            f"retrying {p.retries_in_flight}, errors: {_errors_text(p.errors)}"
+            f"retrying {p.retries_in_flight}, errors: {_errors_text(p.errors)}{self._waiting_text()}"
         )
+
+    def _waiting_text(self) -> str:
+        n = self.progress.waiting_longer_than(SLOW_REQUEST_S)
+        return f", {n} requests waiting > {SLOW_REQUEST_S:g} s (server silent?)" if n else ""
 
     def renderable(self) -> RenderableType:
         p = self.progress
@@ -77,7 +83,11 @@ class ProgressDisplay:
             Text.assemble(("retries in flight ", "dim"), (str(retrying), "yellow" if retrying else "")),
             Text.assemble(("errors ", "dim"), (_errors_text(p.errors), "red" if p.errors else "")),
         )
-        return Panel(Group(head, info), title=escape(self.title), title_align="left", expand=False)
+        parts: list[RenderableType] = [head, info]
+        waiting = self._waiting_text()
+        if waiting:
+            parts.append(Text(waiting.lstrip(", "), style="yellow"))
+        return Panel(Group(*parts), title=escape(self.title), title_align="left", expand=False)
 
     # --- lifecycle ---------------------------------------------------------------------------------
     async def _run_live(self) -> None:

@@ -125,7 +125,7 @@ def _load_env(env_id: str, env_args: dict[str, Any], verbose: bool) -> Environme
 async def _evaluate(env: Environment, config: EvalConfig, console: Console) -> EvalRun:
     from verifiers.cli._display import ProgressDisplay
     from verifiers.eval.engine import RunProgress
-    from verifiers.eval.launch import config_client, run_config
+    from verifiers.eval.launch import run_config
 
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
@@ -136,12 +136,11 @@ async def _evaluate(env: Environment, config: EvalConfig, console: Console) -> E
         console.print(f"[yellow]note:[/] {escape(message)}")
 
     try:
-        for note in config.notes:
-            notify(note)
-        async with config_client(config, notify) as client:
-            progress = RunProgress()
-            async with ProgressDisplay(console, progress, f"{env.env_id} · {config.model}"):
-                return await run_config(env, config, client=client, progress=progress)
+        progress = RunProgress()
+        # run_config makes the client (a local model starting, the endpoint check) only after the run's
+        # metadata is on disk, so a run killed during start-up is resumable.
+        async with ProgressDisplay(console, progress, f"{env.env_id} · {config.model}"):
+            return await run_config(env, config, progress=progress, notify=notify)
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
 
@@ -149,7 +148,15 @@ async def _evaluate(env: Environment, config: EvalConfig, console: Console) -> E
 def _json_dump(data: dict[str, Any]) -> None:
     import orjson
 
-    sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n")
+    try:
+        text = orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:  # e.g. an integer beyond 64 bits in env_args: the results files' rule applies
+        import json
+
+        from verifiers.eval.results import to_json_value
+
+        text = json.dumps(to_json_value(data), indent=2, ensure_ascii=False)
+    sys.stdout.write(text + "\n")
     sys.stdout.flush()
 
 
@@ -311,6 +318,15 @@ def eval_command(
             show_default=False,
         ),
     ] = None,
+    request_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--request-timeout",
+            min=0.001,
+            help="Bound on one model request in seconds, retries included [default: connect 10 s, first byte 300 s, one attempt 600 s, 900 s in all; 3600 s for local models].",
+            show_default=False,
+        ),
+    ] = None,
     max_retries: Annotated[
         int | None,
         typer.Option(
@@ -411,6 +427,7 @@ def eval_command(
         "seed": seed,
         "shuffle": True if shuffle else None,
         "timeout": timeout,
+        "request_timeout": request_timeout,
         "max_retries": max_retries,
         "save_results": save_results,
         "output_dir": output_dir,
@@ -529,13 +546,14 @@ def _run_and_report(config: EvalConfig, out: Console, json_output: bool, verbose
     from verifiers.clients.local_model import LocalModelError
     from verifiers.eval.config import ConfigError
     from verifiers.eval.launch import EndpointCheckError, target_of
+    from verifiers.eval.results import RunDirectoryBusyError
     from verifiers.eval.runs import ResumeMismatchError
     from verifiers.eval.sync import run_async
 
     env = _load_env(config.env_id, config.env_args, verbose)
     try:
         run = run_async(_evaluate(env, config, out))
-    except (ResumeMismatchError, FileExistsError) as exc:
+    except (ResumeMismatchError, FileExistsError, RunDirectoryBusyError) as exc:
         fail(str(exc))
     except ConfigError as exc:
         fail(_flag_names(str(exc)))

@@ -32,13 +32,17 @@ class AiohttpTransport:
         *,
         timeout: float,
         connect_timeout: float,
+        read_timeout: float,
         max_connections: int,
         headers: Mapping[str, str],
     ) -> None:
         self.timeout = timeout
+        self.read_timeout = read_timeout
         self._urls = [{route: root + path for route, path in ROUTE_PATHS.items()} for root in roots]
         self._headers = [self._make_headers(key, headers) for key in api_keys]
-        self._client_timeout = aiohttp.ClientTimeout(total=timeout, sock_connect=connect_timeout)
+        self._client_timeout = aiohttp.ClientTimeout(
+            total=timeout, sock_connect=connect_timeout, sock_read=read_timeout
+        )
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
         self._session_loop: asyncio.AbstractEventLoop | None = None
@@ -84,7 +88,11 @@ class AiohttpTransport:
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
             raise TransientError(url, f"connection error: {type(exc).__name__}: {exc}") from None
         except TimeoutError:
-            raise TransientError(url, f"request timed out after {self.timeout:g}s", timed_out=True) from None
+            raise TransientError(
+                url,
+                f"request timed out (connect, {self.read_timeout:g}s without an answer, or {self.timeout:g}s in all)",
+                timed_out=True,
+            ) from None
 
     async def aclose(self) -> None:
         session = self._session

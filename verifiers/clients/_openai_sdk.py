@@ -112,6 +112,7 @@ class OpenAISDKTransport:
         timeout: float | None,
         connect_timeout: float,
         headers: Mapping[str, str],
+        read_timeout: float | None = None,
         http_client: httpx.AsyncClient | None = None,
         sdk_client: openai.AsyncOpenAI | None = None,
     ) -> None:
@@ -121,7 +122,9 @@ class OpenAISDKTransport:
         self._headers = dict(headers)
         self._http_client = http_client
         seconds = 600.0 if timeout is None else timeout
-        self._sdk_timeout = self._openai.Timeout(seconds, connect=connect_timeout)
+        # httpx has no per-attempt total: ``Client`` bounds attempts with asyncio; here connect and read.
+        read = seconds if read_timeout is None else min(seconds, read_timeout)
+        self._sdk_timeout = self._openai.Timeout(seconds, connect=connect_timeout, read=read)
         self._given: openai.AsyncOpenAI | None = None
         if sdk_client is not None:
             # A copy sharing the caller's connection pool, with the SDK's retries off (ours apply), its

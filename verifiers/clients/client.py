@@ -27,8 +27,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
+import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, Unpack, get_args
 
 from verifiers.clients._decode import decode_chat, decode_completion, decode_responses
@@ -46,7 +47,16 @@ if TYPE_CHECKING:
 Backend: TypeAlias = Literal["aiohttp", "openai"]
 #: Which API chat calls use: Chat Completions, or the Responses API.
 Api: TypeAlias = Literal["chat", "responses"]
+# Default bounds of one request, by phase. A server that accepts and never answers costs at most
+# DEFAULT_TOTAL_TIMEOUT (not attempts x the per-attempt bound); slow non-streaming generations still fit.
+#: Opening a connection.
+DEFAULT_CONNECT_TIMEOUT = 10.0
+#: The first byte of an answer (and any silence between bytes): a non-streaming answer arrives whole.
+DEFAULT_READ_TIMEOUT = 300.0
+#: One attempt, from start to the whole body.
 DEFAULT_TIMEOUT = 600.0
+#: The whole request: every attempt and backoff sleep.
+DEFAULT_TOTAL_TIMEOUT = 900.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +78,13 @@ class ClientStats:
     retries: int = 0
     retries_in_flight: int = 0
     failures: int = 0
+    #: Start time (``time.monotonic()``) of each attempt waiting for its answer, by a per-attempt key.
+    waiting: dict[int, float] = field(default_factory=dict)
+
+    def waiting_longer_than(self, seconds: float) -> int:
+        """Attempts sent more than ``seconds`` ago and not answered yet (a silent server shows here)."""
+        cutoff = time.monotonic() - seconds
+        return sum(1 for t in list(self.waiting.values()) if t < cutoff)
 
 
 class ClientOptions(TypedDict, total=False):
@@ -75,6 +92,8 @@ class ClientOptions(TypedDict, total=False):
 
     timeout: float | None
     connect_timeout: float
+    read_timeout: float
+    total_timeout: float | None
     max_retries: int
     backoff_base: float
     backoff_max: float
@@ -89,7 +108,11 @@ class Client:
     Several endpoints are replicas of one model: rollouts of one group are pinned to one endpoint
     (``next_endpoint()`` hands out indices round-robin) so a group shares prefix caches.
 
-    ``timeout`` is per attempt (default 600 s; with ``openai_client``, that client's own unless given).
+    Timeouts, by phase (defaults ``DEFAULT_*_TIMEOUT``): ``connect_timeout`` (opening a connection),
+    ``read_timeout`` (the first byte of the answer, or any silence after it), ``timeout`` (one attempt;
+    with ``openai_client``, that client's own unless given) and ``total_timeout`` (the whole request,
+    retries and backoff included; ``None``: no bound beyond the attempts'). A request that runs out of
+    time is a ``RequestTimeoutError`` (infra).
     ``backend`` defaults to ``"aiohttp"``, or ``"openai"`` when ``http_client`` or ``openai_client`` is
     given (both are the caller's and never closed here). ``max_connections`` (0 = unlimited) applies to the
     aiohttp transport; with the SDK, give an ``http_client`` with the limits wanted.
@@ -101,7 +124,9 @@ class Client:
         api_key: str | None = None,
         *,
         timeout: float | None = None,
-        connect_timeout: float = 30.0,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        total_timeout: float | None = DEFAULT_TOTAL_TIMEOUT,
         max_retries: int = 5,
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
@@ -126,6 +151,14 @@ class Client:
             )
         if max_retries < 0:
             raise ValueError("max_retries must be >= 0")
+        for name, value in (
+            ("timeout", timeout),
+            ("connect_timeout", connect_timeout),
+            ("read_timeout", read_timeout),
+            ("total_timeout", total_timeout),
+        ):
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be a positive number of seconds")
         if openai_client is not None:
             if base_url is not None or http_client is not None:
                 raise ValueError("openai_client brings its own base URL and HTTP client: pass neither")
@@ -145,14 +178,19 @@ class Client:
         self.max_retries = max_retries
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
+        self.read_timeout = read_timeout
+        self.total_timeout = total_timeout
         self.usage = Usage()
         self.stats = ClientStats()
+        self._attempt_keys = itertools.count()
         self._rr = itertools.count()
         #: Called with (attempt, delay, reason) before each retry sleep; used by progress displays.
         self.on_retry: Callable[[int, float, str], None] | None = None
         self._options: dict[str, Any] = {
             "timeout": timeout,
             "connect_timeout": connect_timeout,
+            "read_timeout": read_timeout,
+            "total_timeout": total_timeout,
             "max_retries": max_retries,
             "backoff_base": backoff_base,
             "backoff_max": backoff_max,
@@ -176,6 +214,7 @@ class Client:
                 keys,
                 timeout=self.timeout,
                 connect_timeout=connect_timeout,
+                read_timeout=read_timeout,
                 max_connections=max_connections,
                 headers=headers or {},
             )
@@ -191,6 +230,7 @@ class Client:
                 keys,
                 timeout=timeout,
                 connect_timeout=connect_timeout,
+                read_timeout=read_timeout,
                 headers=headers or {},
                 http_client=http_client,
                 sdk_client=openai_client,
@@ -293,22 +333,43 @@ class Client:
         return random.uniform(0, min(self.backoff_max, self.backoff_base * (2**attempt)))
 
     async def _send(self, idx: int, route: Route, payload: dict[str, Any] | None) -> Any:
-        """The one retry policy, whichever transport sends the attempts."""
+        """The one retry policy, whichever transport sends the attempts; ``total_timeout`` bounds them
+        all (each attempt gets what is left of it)."""
         transport = self._transport
         attempts = self.max_retries + 1
         last: TransientError | None = None
+        deadline = None if self.total_timeout is None else time.monotonic() + self.total_timeout
+        waiting = self.stats.waiting
+        attempt = 0
         for attempt in range(attempts):
             self.stats.requests += 1
+            left = None if deadline is None else deadline - time.monotonic()
+            # The attempt bound too (a transport may only bound phases: httpx re-arms its read timeout).
+            limit = self.timeout if left is None else min(left, self.timeout)
+            key = next(self._attempt_keys)
+            waiting[key] = time.monotonic()
             try:
-                return await transport.send(idx, route, payload)
+                async with asyncio.timeout(limit):
+                    return await transport.send(idx, route, payload)
             except TransientError as exc:
                 last = exc
+            except TimeoutError:
+                what = (
+                    f"no answer within the request's total timeout of {self.total_timeout:g}s"
+                    if left is not None and left <= self.timeout
+                    else f"request timed out after {self.timeout:g}s"
+                )
+                last = TransientError(transport.url(idx, route), what, timed_out=True)
             except VerifiersError:
                 self.stats.failures += 1
                 raise
+            finally:
+                waiting.pop(key, None)
             if attempt + 1 >= attempts:
                 break
             delay = self._backoff(attempt, last.retry_after)
+            if deadline is not None and time.monotonic() + delay >= deadline:
+                break  # no time left for another attempt
             self.stats.retries += 1
             if self.on_retry is not None:
                 self.on_retry(attempt + 1, delay, last.reason)
@@ -319,4 +380,4 @@ class Client:
                 self.stats.retries_in_flight -= 1
         self.stats.failures += 1
         assert last is not None  # the loop runs at least once and only falls through after a failure
-        raise last.final(attempts)
+        raise last.final(attempt + 1)

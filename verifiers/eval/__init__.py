@@ -24,6 +24,9 @@ _EXPORTS: dict[str, str] = {
     "METADATA_FILE": "verifiers.eval.results",
     "RESULTS_FILE": "verifiers.eval.results",
     "RunDirectory": "verifiers.eval.results",
+    "RunDirectoryBusyError": "verifiers.eval.results",
+    "UnwritableRecordError": "verifiers.eval.results",
+    "to_json_value": "verifiers.eval.results",
     "EvalRun": "verifiers.eval.run",
     "run_eval": "verifiers.eval.run",
     "ResumeMismatchError": "verifiers.eval.runs",
@@ -55,6 +58,9 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
         METADATA_FILE as METADATA_FILE,
         RESULTS_FILE as RESULTS_FILE,
         RunDirectory as RunDirectory,
+        RunDirectoryBusyError as RunDirectoryBusyError,
+        UnwritableRecordError as UnwritableRecordError,
+        to_json_value as to_json_value,
     )
     from verifiers.eval.run import EvalRun as EvalRun, run_eval as run_eval
     from verifiers.eval.runs import ResumeMismatchError as ResumeMismatchError

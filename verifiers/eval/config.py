@@ -67,6 +67,7 @@ class RunSettings(TypedDict, total=False):
     seed: int | None
     shuffle: bool
     timeout: float | None
+    request_timeout: float | None
     max_retries: int
     save_results: bool
     output_dir: str | Path | None
@@ -108,6 +109,9 @@ class EvalConfig(BaseModel):
     shuffle: bool = False
     #: Wall-clock budget per rollout in seconds (``None``: the environment's own).
     timeout: float | None = Field(None, gt=0)
+    #: Bound on one model request, retries included, in seconds (``None``: the client's defaults,
+    #: ``verifiers.clients.client.DEFAULT_TOTAL_TIMEOUT``; generous for a local model).
+    request_timeout: float | None = Field(None, gt=0)
     max_retries: int = Field(5, ge=0)
     save_results: bool = True
     #: The run directory; ``None`` with ``save_results`` means a new one under ./outputs/evals/.
@@ -333,6 +337,9 @@ def resolve_eval_config(
     notes = list(config.notes)
     if saved is not None:
         update["output_dir"] = saved.path
+        sources["output_dir"] = RESUMED_SOURCE
+    elif isinstance(resume, Path):  # a directory killed before its first metadata: start the run there
+        update["output_dir"] = resume
         sources["output_dir"] = RESUMED_SOURCE
     elif config.output_dir is None:
         update["output_dir"] = new_run_dir(env_id, config.model, runs_root)

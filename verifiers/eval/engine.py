@@ -82,6 +82,10 @@ class RunProgress:
         elapsed = time.monotonic() - self.started
         return (self.generated - self.preloaded) / elapsed if elapsed > 0 else 0.0
 
+    def waiting_longer_than(self, seconds: float) -> int:
+        """Model requests sent more than ``seconds`` ago and still unanswered (a silent server)."""
+        return self.client.stats.waiting_longer_than(seconds) if self.client is not None else 0
+
     @property
     def retries_in_flight(self) -> int:
         return self.client.stats.retries_in_flight if self.client is not None else 0

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 
 from verifiers.clients import Client, Endpoint
+from verifiers.clients.client import DEFAULT_READ_TIMEOUT, DEFAULT_TIMEOUT, DEFAULT_TOTAL_TIMEOUT
 from verifiers.clients.local_model import LocalModelServer
 from verifiers.clients.sampling import merge_sampling_args
 from verifiers.clients.target import Target, TargetError, resolve_target
 from verifiers.errors import AuthenticationError, InfraError, VerifiersError
 from verifiers.eval.config import ConfigError, EvalConfig
 from verifiers.eval.engine import ProgressCallback, RunProgress
-from verifiers.eval.run import EvalRun, EvaluableEnv, run_eval
+from verifiers.eval.run import ClientSource, EvalRun, EvaluableEnv, run_eval
 
 log = logging.getLogger(__name__)
 #: Receives one-line notices meant for the user (local model starting, a model the server does not list).
@@ -45,13 +46,31 @@ def target_of(config: EvalConfig) -> Target:
         raise ConfigError(str(exc)) from None
 
 
+#: A local llama.cpp model answers one request at a time, so a request may wait behind a whole queue:
+#: its bounds are generous rather than looking like a dead server.
+LOCAL_TIMEOUT = 3600.0
+
+
 def client_for(config: EvalConfig, target: Target) -> Client:
-    """A client for ``target`` with the config's retry policy (local models answer one request at a
-    time, so their queue gets a long timeout rather than looking like a dead server)."""
+    """A client for ``target`` with the config's retry policy and request bounds: ``request_timeout``
+    bounds each request (retries included, and each phase within it), else the client's defaults
+    (``verifiers.clients.client.DEFAULT_*_TIMEOUT``), or ``LOCAL_TIMEOUT`` for the local model."""
+    bounds: dict[str, float | None] = {}
+    if config.request_timeout is not None:
+        t = config.request_timeout
+        bounds = {
+            "timeout": min(t, DEFAULT_TIMEOUT),
+            "read_timeout": min(t, DEFAULT_READ_TIMEOUT),
+            "total_timeout": t,
+        }
+    elif target.local:
+        bounds = {"timeout": LOCAL_TIMEOUT, "read_timeout": LOCAL_TIMEOUT, "total_timeout": 2 * LOCAL_TIMEOUT}
     return Client(
         target.endpoints,
         max_retries=config.max_retries,
-        timeout=3600.0 if target.local else 600.0,
+        timeout=bounds.get("timeout"),
+        read_timeout=bounds.get("read_timeout") or DEFAULT_READ_TIMEOUT,
+        total_timeout=bounds.get("total_timeout", DEFAULT_TOTAL_TIMEOUT),
         backend=config.client_backend,
         api=config.api,
     )
@@ -104,6 +123,15 @@ async def config_client(config: EvalConfig, notify: Notify = _log_notice) -> Asy
         yield client
 
 
+def _client_source(config: EvalConfig, notify: Notify) -> ClientSource:
+    def source() -> AbstractAsyncContextManager[Client]:
+        # Entered by run_eval once metadata.json is written: a run killed while a local model starts
+        # (or during a slow endpoint check) is resumable.
+        return config_client(config, notify)
+
+    return source
+
+
 async def run_config(
     env: EvaluableEnv,
     config: EvalConfig,
@@ -124,29 +152,33 @@ async def run_config(
         )
     if config.timeout is not None:
         env.timeout = config.timeout
-    async with AsyncExitStack() as stack:
-        if client is None:
-            for note in config.notes:
-                notify(note)
-            client = await stack.enter_async_context(config_client(config, notify))
-        return await run_eval(
-            env,
-            client,
-            config.model,
-            num_examples=config.num_examples,
-            rollouts_per_example=config.rollouts_per_example,
-            max_concurrent=config.max_concurrent,
-            sampling_args=merge_sampling_args(config.sampling_args),
-            seed=config.seed,
-            shuffle=config.shuffle,
-            score=config.score,
-            output_dir=config.output_dir if config.save_results else None,
-            resume=bool(config.resume),
-            progress=progress,
-            on_group=on_group,
-            pass_threshold=config.pass_threshold,
-            max_tokens_limit=config.max_tokens_limit,
-        )
+    source: Client | ClientSource = client if client is not None else _client_source(config, notify)
+    base_url: str | list[str] | None = None
+    if client is None:
+        for note in config.notes:
+            notify(note)
+        target = target_of(config)
+        urls = [e.base_url for e in target.endpoints]
+        base_url = (urls if len(urls) > 1 else urls[0]) if urls else target.model
+    return await run_eval(
+        env,
+        source,
+        config.model,
+        num_examples=config.num_examples,
+        rollouts_per_example=config.rollouts_per_example,
+        max_concurrent=config.max_concurrent,
+        sampling_args=merge_sampling_args(config.sampling_args),
+        seed=config.seed,
+        shuffle=config.shuffle,
+        score=config.score,
+        output_dir=config.output_dir if config.save_results else None,
+        resume=bool(config.resume),
+        progress=progress,
+        on_group=on_group,
+        pass_threshold=config.pass_threshold,
+        max_tokens_limit=config.max_tokens_limit,
+        base_url=base_url,
+    )
 
 
 __all__ = [

@@ -92,13 +92,16 @@ def saved_run_for(
 ) -> SavedRun | None:
     """The run a resumed evaluation continues, or ``None`` for a new run.
 
-    ``resume`` a path: that run directory (it must hold a readable ``metadata.json``). ``resume=True``
+    ``resume`` a path: that run directory (it must hold a readable ``metadata.json``, or be a directory
+    a run created but was killed in before writing one: then ``None``, and the new run goes there). ``resume=True``
     with ``output_dir``: the run there, if any. ``resume=True`` alone: the newest incomplete run of this
     environment and model under ``base`` that agrees with ``wanted`` (the settings given explicitly)."""
     if resume is None or resume is False:
         return None
     if isinstance(resume, Path):
         saved = read_run(resume)
+        if saved is None and RunDirectory(resume).is_unstarted():
+            return None  # killed before its first metadata: the run starts there afresh
         if saved is None:
             raise ResumeError(f"nothing to resume at {resume} (no readable metadata.json)")
         return saved

@@ -40,6 +40,12 @@ MAX_HEADER = 16 * 1024 * 1024
 KILL_GRACE_S = 2.0
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
+CLONE_NEWIPC = 0x08000000
+SYS_KEYCTL_X86_64 = 250
+KEYCTL_JOIN_SESSION_KEYRING = 1
+MQUEUE_DIR = "/dev/mqueue"
+#: /proc/sysvipc file, and the x86_64 number of its *ctl call (IPC_RMID is 0 for all three).
+SYSV_KINDS = (("shm", 31), ("msg", 71), ("sem", 66))
 
 
 class ProtocolEOF(Exception):
@@ -95,6 +101,7 @@ class Agent:
         # kill(-1, ...) is only safe when we are the init of our own pid namespace.
         self.pidns = bool(cfg.get("pidns")) and os.getpid() == 1
         self.nproc_extra = int(cfg.get("nproc_extra", 0))
+        self.ipc: str | None = cfg.get("ipc")
         # The command being run and, once reaped, its wait status.
         self.watched: int | None = None
         self.watched_status: int | None = None
@@ -125,6 +132,12 @@ class Agent:
         if not self.pidns and self.libc is not None:
             # Orphaned grandchildren are re-parented to us, so "every descendant" stays findable.
             self.libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        if self.libc is not None and os.uname().machine == "x86_64":
+            # A fresh, empty session keyring: commands do not inherit (possess) the launching process's
+            # keys. (The only keyctl that bwrap's seccomp filter lets through; gVisor has no host keys.)
+            self.libc.syscall(SYS_KEYCTL_X86_64, KEYCTL_JOIN_SESSION_KEYRING, None)
+        if self.ipc == "unshare":
+            self.new_ipc_namespace()
         if os.geteuid() == 0 and self.uid is not None:
             os.setgroups([])
             os.chown(self.workspace, self.uid, self.gid if self.gid is not None else self.uid)
@@ -144,6 +157,9 @@ class Agent:
             except ProtocolEOF:
                 break
             op = hdr.get("op")
+            if op == "cancel":
+                # Raced with the end of its exec: nothing to cancel, and the host expects no reply.
+                continue
             if op == "exit":
                 self.kill_all()
                 self.send({"ok": True})
@@ -303,6 +319,11 @@ class Agent:
             if hasattr(signal, name):
                 signal.signal(getattr(signal, name), signal.SIG_DFL)
         os.setsid()
+        # Where the sandbox has its own memory cgroup, the agent is the OOM killer's last choice and a
+        # command its first (raising one's own score needs no privilege).
+        with contextlib.suppress(OSError):
+            with open("/proc/self/oom_score_adj", "w") as f:
+                f.write("1000")
         if os.geteuid() == 0 and self.uid is not None:
             gid = self.gid if self.gid is not None else self.uid
             os.setgroups([])
@@ -583,9 +604,40 @@ class Agent:
                     tf.extractall(root, members=members)
             return len(members)
 
+    def new_ipc_namespace(self) -> None:
+        """Move the agent (and so every later command) to a new, empty IPC namespace; the old one goes
+        away with its last process."""
+        if self.libc is None or self.libc.unshare(CLONE_NEWIPC) != 0:
+            err = ctypes_errno(self.libc)
+            raise OSError(err, f"cannot create a fresh IPC namespace: {os.strerror(err)}")
+
+    def clear_ipc(self) -> None:
+        """Remove every IPC object commands created: SysV shared memory, message queues, semaphore sets
+        and POSIX message queues (POSIX shared memory lives in /dev/shm, a scratch dir)."""
+        if self.ipc == "unshare":
+            self.new_ipc_namespace()
+            return
+        if self.ipc != "sweep" or self.libc is None:
+            return
+        for kind, nr in SYSV_KINDS:
+            try:
+                with open(f"/proc/sysvipc/{kind}") as f:
+                    ids = [int(line.split()[1]) for line in f.read().splitlines()[1:] if line.strip()]
+            except OSError:
+                continue
+            # IPC_RMID is for the owner or creator: the command user (the agent lacks CAP_SYS_ADMIN).
+            with self.as_user():
+                for ipc_id in ids:
+                    self.libc.syscall(nr, ipc_id, 0, 0, 0)
+        if os.path.isdir(MQUEUE_DIR):
+            for name in os.listdir(MQUEUE_DIR):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(MQUEUE_DIR, name))
+
     def op_reset(self) -> None:
-        """Back to a fresh sandbox: no processes, empty workspace and scratch dirs."""
+        """Back to a fresh sandbox: no processes, no IPC objects, empty workspace and scratch dirs."""
         self.kill_all()
+        self.clear_ipc()
         for top in [self.workspace, *self.scratch]:
             if not os.path.isdir(top):
                 continue
@@ -594,6 +646,14 @@ class Agent:
         if os.geteuid() == 0 and self.uid is not None:
             os.chown(self.workspace, self.uid, self.gid if self.gid is not None else self.uid)
         os.chmod(self.workspace, 0o755)
+
+
+def ctypes_errno(libc: Any) -> int:
+    if libc is None:
+        return errno.ENOSYS
+    import ctypes
+
+    return ctypes.get_errno() or errno.EPERM
 
 
 def _remove(path: str) -> None:

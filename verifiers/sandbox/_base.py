@@ -154,6 +154,7 @@ class SandboxBackend(ABC):
             workdir=launched.workdir,
             oom_kills=launched.oom_kills,
             limits_per_sandbox=launched.limits_per_sandbox,
+            oom_fd=launched.oom_fd,
         )
 
     def kill_now(self, sd: StateDir) -> None:

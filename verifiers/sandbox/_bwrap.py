@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import secrets
 from pathlib import Path
 
 from verifiers.errors import SandboxError
+from verifiers.sandbox import _cgroup as cgroup
 from verifiers.sandbox import _layout as layout
+from verifiers.sandbox import _seccomp as seccomp
 from verifiers.sandbox._base import SandboxBackend
 from verifiers.sandbox._host import find_tool, host_python, root_can_run
 from verifiers.sandbox._launch import AGENT_SOURCE, Launched, spawn_agent
@@ -17,6 +21,8 @@ from verifiers.sandbox._types import SandboxLimits
 
 #: Where the run uid of a bubblewrap sandbox is drawn from (unused on ordinary systems; one per sandbox, so
 #: that RLIMIT_NPROC counts only that sandbox's processes).
+log = logging.getLogger("verifiers.sandbox")
+
 BWRAP_UID_BASE = 1_600_000_000
 BWRAP_UID_SPAN = 100_000_000
 
@@ -72,17 +78,46 @@ class BwrapBackend(SandboxBackend):
         argv += ["--ro-bind", str(AGENT_SOURCE.resolve()), layout.AGENT_PATH, "--proc", "/proc",
                  "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]  # fmt: skip
         for scratch in layout.SCRATCH:
-            argv += ["--size", str(limits.tmp_mb * mb), "--tmpfs", scratch]
+            # World-writable with the sticky bit, like a real /tmp; --size is the quota.
+            argv += ["--perms", "1777", "--size", str(limits.tmp_mb * mb), "--tmpfs", scratch]
+        # The IPC namespace's POSIX message queues, visible so that reset() can remove them.
+        argv += ["--mqueue", layout.MQUEUE]
         argv += [
             "--size", str(limits.workspace_mb * mb), "--tmpfs", layout.WORKSPACE,
             "--remount-ro", "/",
             "--chdir", layout.WORKSPACE,
             "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "VF_SANDBOX_ID", sd.id,
         ]  # fmt: skip
-        argv += ["--", *layout.contained_agent_argv(sd.id, limits, py, uid)]
+        seccomp_fd: int | None = None
+        if seccomp.supported():
+            # bwrap reads the whole program from this pipe (it fits the pipe buffer) before it execs.
+            seccomp_fd, w = os.pipe()
+            try:
+                os.write(w, seccomp.compiled())
+            finally:
+                os.close(w)
+            argv += ["--seccomp", str(seccomp_fd)]
+        else:
+            log.warning(
+                "sandbox %s: no seccomp filter for %s: bwrap runs without one", sd.id, os.uname().machine
+            )
+        argv += ["--", *layout.contained_agent_argv(sd.id, limits, py, uid, ipc="sweep")]
         sd.meta["uid"] = uid
-        launched = await spawn_agent(argv, sd, layout.WORKSPACE)
+        cg = self._make_cgroup(sd, limits)
+        if cg is not None:
+            argv = cgroup.attach_argv(cg, argv)
+        try:
+            launched = await spawn_agent(
+                argv, sd, layout.WORKSPACE, pass_fds=() if seccomp_fd is None else (seccomp_fd,)
+            )
+        finally:
+            if seccomp_fd is not None:
+                os.close(seccomp_fd)
         self._record_host_pid(sd, launched.proc.pid)
+        if cg is not None:
+            launched.oom_kills = cg.oom_kills
+            launched.limits_per_sandbox = True
+            launched.oom_fd = cg.oom_eventfd()
         return launched
 
     @classmethod
@@ -96,3 +131,4 @@ class BwrapBackend(SandboxBackend):
         uid = sd.meta.get("uid")
         if isinstance(uid, int) and uid >= BWRAP_UID_BASE:
             kill_uid(uid)
+        cls._remove_cgroup(sd)

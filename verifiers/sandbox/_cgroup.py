@@ -47,9 +47,32 @@ class SandboxCgroup:
 
     @classmethod
     def from_meta(cls, meta: object) -> SandboxCgroup | None:
-        if isinstance(meta, dict) and isinstance(meta.get("memory"), str) and isinstance(meta.get("pids"), str):
+        if (
+            isinstance(meta, dict)
+            and isinstance(meta.get("memory"), str)
+            and isinstance(meta.get("pids"), str)
+        ):
             return cls(meta["memory"], meta["pids"])
         return None
+
+    def oom_eventfd(self) -> int | None:
+        """A non-blocking eventfd that becomes readable whenever the kernel OOM-kills a process of the
+        sandbox (cgroup v1 ``cgroup.event_control``), or None if the kernel refuses."""
+        try:
+            efd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            ctl = os.open(f"{self.memory}/memory.oom_control", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                Path(self.memory, "cgroup.event_control").write_text(f"{efd} {ctl}")
+            finally:
+                # The registration holds its own reference to the control file.
+                os.close(ctl)
+        except OSError:
+            os.close(efd)
+            return None
+        return efd
 
     def oom_kills(self) -> int:
         """How many processes the kernel killed for exceeding the memory limit so far."""
@@ -100,7 +123,8 @@ def attach_argv(cgroup: SandboxCgroup, argv: list[str]) -> list[str]:
     sandbox is ever born outside them) and makes itself, the launcher and the agent the last choice of
     the OOM killer (each command raises its own score again, so a command is the one killed)."""
     script = (
-        "echo -999 > /proc/self/oom_score_adj || exit 125; "
+        # Lowering the score may be refused (some kernels); commands still raise theirs to the maximum.
+        "{ echo -999 > /proc/self/oom_score_adj; } 2>/dev/null; "
         'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
     )
     return ["/bin/sh", "-c", script, "vf-sandbox-cgroup", *cgroup.procs_files, "--", *argv]

@@ -32,6 +32,8 @@ class Launched:
     oom_kills: Callable[[], int] | None = None
     #: Whether memory and process limits bind the sandbox as a whole (not only each process).
     limits_per_sandbox: bool = False
+    #: An eventfd readable after each OOM kill in the sandbox (owned by the Sandbox once created).
+    oom_fd: int | None = None
 
 
 def sandbox_env(python: HostPython, home: str, tmp: str) -> dict[str, str]:
@@ -49,8 +51,11 @@ def sandbox_env(python: HostPython, home: str, tmp: str) -> dict[str, str]:
 
 def agent_config(
     sandbox_id: str, limits: SandboxLimits, *, workspace: str, scratch: list[str], env: dict[str, str],
-    uid: int | None, pidns: bool, nproc_extra: int = 0,
+    uid: int | None, pidns: bool, nproc_extra: int = 0, ipc: str | None = None,
 ) -> str:  # fmt: skip
+    """The agent's configuration. ``ipc``: "unshare" (the agent may make a fresh IPC namespace, at start
+    and on every reset), "sweep" (reset removes every SysV object and POSIX queue of the sandbox's own
+    namespace) or None (the host's namespace: leave it alone)."""
     return json.dumps(
         {
             "id": sandbox_id,
@@ -62,6 +67,7 @@ def agent_config(
             "limits": limits.agent_dict(),
             "pidns": pidns,
             "nproc_extra": nproc_extra,
+            "ipc": ipc,
         }
     )
 

@@ -15,6 +15,7 @@ from verifiers.sandbox._types import SandboxLimits
 AGENT_PATH = "/opt/vf-sandbox/agent.py"
 WORKSPACE = "/workspace"
 SCRATCH = ("/tmp", "/dev/shm")
+MQUEUE = "/dev/mqueue"
 #: What the agent keeps of root inside a contained sandbox: enough to drop each command to the run uid,
 #: kill it, and manage the workspace files on its behalf.
 AGENT_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_FOWNER", "CAP_DAC_OVERRIDE")
@@ -22,11 +23,14 @@ AGENT_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_FOWNER",
 HOST_ETC = ("ld.so.cache", "alternatives", "localtime")
 
 
-def contained_agent_argv(sandbox_id: str, limits: SandboxLimits, python: HostPython, uid: int) -> list[str]:
-    """The agent's command line in a contained sandbox: commands run as ``uid`` in their own pid namespace."""
+def contained_agent_argv(
+    sandbox_id: str, limits: SandboxLimits, python: HostPython, uid: int, *, ipc: str
+) -> list[str]:
+    """The agent's command line in a contained sandbox: commands run as ``uid`` in their own pid namespace;
+    ``ipc`` is how reset() empties the IPC namespace (see ``agent_config``)."""
     config = agent_config(
         sandbox_id, limits, workspace=WORKSPACE, scratch=list(SCRATCH),
-        env=sandbox_env(python, WORKSPACE, SCRATCH[0]), uid=uid, pidns=True,
+        env=sandbox_env(python, WORKSPACE, SCRATCH[0]), uid=uid, pidns=True, ipc=ipc,
     )  # fmt: skip
     return agent_argv(python, AGENT_PATH, config)
 

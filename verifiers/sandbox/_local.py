@@ -7,6 +7,7 @@ import os
 import sys
 import time
 
+from verifiers.sandbox import _cgroup as cgroup
 from verifiers.sandbox._base import SandboxBackend
 from verifiers.sandbox._host import host_python
 from verifiers.sandbox._launch import (
@@ -57,15 +58,19 @@ class LocalBackend(SandboxBackend):
         agent_cfg = agent_config(
             sd.id, limits, workspace=str(work), scratch=[str(tmp)],
             env=env, uid=None, pidns=False, nproc_extra=extra,
+            # As root the agent can give the sandbox an IPC namespace of its own (fresh on every reset).
+            ipc="unshare" if uid == 0 else None,
         )  # fmt: skip
-        launched = await spawn_agent(
-            agent_argv(py, str(AGENT_SOURCE.resolve()), agent_cfg),
-            sd,
-            str(work),
-            cwd=str(work),
-            env={**env, "VF_SANDBOX_ID": sd.id},
-        )
+        argv = agent_argv(py, str(AGENT_SOURCE.resolve()), agent_cfg)
+        cg = self._make_cgroup(sd, limits)
+        if cg is not None:
+            argv = cgroup.attach_argv(cg, argv)
+        launched = await spawn_agent(argv, sd, str(work), cwd=str(work), env={**env, "VF_SANDBOX_ID": sd.id})
         self._record_host_pid(sd, launched.proc.pid)
+        if cg is not None:
+            launched.oom_kills = cg.oom_kills
+            launched.limits_per_sandbox = True
+            launched.oom_fd = cg.oom_eventfd()
         return launched
 
     @classmethod
@@ -76,7 +81,9 @@ class LocalBackend(SandboxBackend):
         for _ in range(20):
             pids = [p for p in processes_with_env(f"VF_SANDBOX_ID={sd.id}") if p != os.getpid()]
             if not pids:
-                return
+                break
             for pid in pids:
                 kill_if(pid, proc_start_time(pid))
             time.sleep(0.01)
+        # The cgroup also holds whatever dropped VF_SANDBOX_ID from its environment.
+        cls._remove_cgroup(sd)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from verifiers.errors import SandboxError
+from verifiers.sandbox import _cgroup as cgroup
 from verifiers.sandbox import _layout as layout
 from verifiers.sandbox._base import SandboxBackend
 from verifiers.sandbox._host import find_tool, host_python, root_can_run
@@ -19,16 +20,17 @@ from verifiers.sandbox._state import StateDir
 from verifiers.sandbox._types import SandboxLimits
 
 RUNSC_UID = 1000
+#: What gVisor's own kernel (the sentry) holds on top of the sandbox's processes and files.
+RUNSC_MEMORY_OVERHEAD_MB = 64
 
 
 def _runsc_flags(sd: StateDir) -> list[str]:
-    # --ignore-cgroups: limits are enforced inside the sandbox (rlimits, tmpfs sizes), and host cgroups
-    # are often not delegated to us. --file-access-mounts=exclusive: the host dirs we bind are read-only
+    # No --ignore-cgroups: the OCI spec's linux.resources give each sandbox a host cgroup (see _bundle).
+    # --file-access-mounts=exclusive: the host dirs we bind are read-only
     # system files, so gVisor may cache them instead of revalidating every access (faster starts).
     flags = [
         f"--root={sd.path / 'runsc'}",
         "--network=none",
-        "--ignore-cgroups",
         "--file-access-mounts=exclusive",
     ]
     platform = os.environ.get("VF_RUNSC_PLATFORM")
@@ -117,13 +119,15 @@ class RunscBackend(SandboxBackend):
             tmpfs(scratch, limits.tmp_mb, "1777")
         (rootfs / "root").mkdir(exist_ok=True)
 
-        caps = list(layout.AGENT_CAPS)
+        # CAP_SYS_ADMIN of gVisor's kernel (not the host's): the agent gives every lease a fresh IPC
+        # namespace (reset). Commands run as RUNSC_UID with no capabilities and no_new_privs.
+        caps = [*layout.AGENT_CAPS, "CAP_SYS_ADMIN"]
         spec = {
             "ociVersion": "1.0.0",
             "process": {
                 "terminal": False,
                 "user": {"uid": 0, "gid": 0},
-                "args": layout.contained_agent_argv(sd.id, limits, py, RUNSC_UID),
+                "args": layout.contained_agent_argv(sd.id, limits, py, RUNSC_UID, ipc="unshare"),
                 "env": ["PATH=/usr/bin:/bin", "LANG=C.UTF-8"],
                 "cwd": layout.WORKSPACE,
                 "capabilities": {k: caps for k in ("bounding", "effective", "permitted")},
@@ -135,6 +139,16 @@ class RunscBackend(SandboxBackend):
             "mounts": mounts,
             "linux": {
                 "namespaces": [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")],
+                # A host cgroup of its own (runsc creates and removes it) caps what the sandbox, gVisor's
+                # kernel included, can pin on the host. gVisor of this date has no memory limit of its
+                # own, so going past it gets the sandbox OOM-killed as a whole (SandboxError).
+                # Processes are counted inside, by RLIMIT_NPROC of the sandbox's one user in its own
+                # kernel; no host pids limit: the sentry's threads and ptrace stubs would hit it first
+                # and kill the whole sandbox.
+                "cgroupsPath": f"/{cgroup.PARENT}/{sd.id}",
+                "resources": {
+                    "memory": {"limit": (limits.memory_mb + RUNSC_MEMORY_OVERHEAD_MB) * 1024 * 1024},
+                },
                 "maskedPaths": ["/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"],
                 "readonlyPaths": ["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"],
             },
@@ -159,6 +173,7 @@ class RunscBackend(SandboxBackend):
             raise SandboxError(f"runsc run timed out: {self._startup_log(sd)}") from None
         if rc != 0:
             raise SandboxError(f"runsc run failed (exit {rc}): {self._startup_log(sd)}")
+        launched.limits_per_sandbox = True
         return launched
 
     def kill_now(self, sd: StateDir) -> None:
@@ -173,5 +188,12 @@ class RunscBackend(SandboxBackend):
                 [exe, *flags, "delete", "--force", sd.id],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60, check=False,
             )  # fmt: skip
-        # Belt and braces: any process still pointing into this sandbox's state dir is one of its own.
+        # Belt and braces: any process still pointing into this sandbox's state dir is one of its own, and
+        # so is any task left in its cgroups (which runsc delete normally removes).
         kill_matching(str(sd.path))
+        root = cgroup.cgroup_root()
+        cgroup.remove(
+            cgroup.SandboxCgroup(
+                str(root / "memory" / cgroup.PARENT / sd.id), str(root / "pids" / cgroup.PARENT / sd.id)
+            )
+        )

@@ -90,6 +90,7 @@ class Sandbox:
         workdir: str,
         oom_kills: Callable[[], int] | None = None,
         limits_per_sandbox: bool = False,
+        oom_fd: int | None = None,
     ) -> None:
         self.id = sandbox_id
         self.backend = backend
@@ -102,6 +103,11 @@ class Sandbox:
         self.limits_per_sandbox = limits_per_sandbox
         self._oom_kills = oom_kills
         self._oom_seen = 0
+        self._oom_fd = oom_fd
+        self._exec_in_flight = False
+        self._oom_stopped = False
+        if oom_fd is not None:
+            asyncio.get_running_loop().add_reader(oom_fd, self._on_oom)
         self._reader = reader
         self._writer = writer
         self._read_transport = read_transport
@@ -148,7 +154,11 @@ class Sandbox:
             try:
                 await _send(self._writer, hdr, blob)
                 sent = True
-                reply, out = await asyncio.wait_for(_recv(self._reader), reply_s)
+                self._exec_in_flight = hdr["op"] == "exec"
+                try:
+                    reply, out = await asyncio.wait_for(_recv(self._reader), reply_s)
+                finally:
+                    self._exec_in_flight = False
             except asyncio.CancelledError:
                 if sent and hdr["op"] == "exec" and self._dead is None:
                     # The agent will still answer: finish the exchange in the background so the next
@@ -179,6 +189,25 @@ class Sandbox:
                 raise exc_type(message)
             raise SandboxError(f"sandbox {self.id} ({self.backend}) failed {hdr['op']}: {kind}: {message}")
         return reply, out
+
+    def _on_oom(self) -> None:
+        """The kernel OOM-killed a process of the sandbox (its cgroup's eventfd fired): the command has
+        lost part of itself, so stop all of it now (a cancel), instead of letting the rest wait or hang."""
+        with contextlib.suppress(OSError):
+            os.eventfd_read(self._oom_fd)  # type: ignore[arg-type]
+        if self._exec_in_flight and not self._oom_stopped and self._dead is None:
+            self._oom_stopped = True
+            data = json.dumps({"op": "cancel"}).encode()
+            with contextlib.suppress(Exception):
+                self._writer.write(HEADER.pack(len(data), 0) + data)
+
+    def _close_oom_fd(self) -> None:
+        if self._oom_fd is not None:
+            with contextlib.suppress(Exception):
+                asyncio.get_running_loop().remove_reader(self._oom_fd)
+            with contextlib.suppress(OSError):
+                os.close(self._oom_fd)
+            self._oom_fd = None
 
     async def _finish_cancelled(self) -> None:
         try:
@@ -232,7 +261,10 @@ class Sandbox:
         n_out = int(reply["stdout_len"])
         out_t, err_t = bool(reply["stdout_truncated"]), bool(reply["stderr_truncated"])
         stderr = blob[n_out:].decode(errors="replace")
-        oom = False
+        oom, cancelled = False, bool(reply.get("cancelled"))
+        if self._oom_stopped:
+            # We stopped it for an OOM kill: that is not the caller's cancel.
+            self._oom_stopped, cancelled = False, False
         if reply["exit_code"] != 0 and self._oom_kills is not None:
             # Only a failed command can have met the OOM killer; one file read, off the success path.
             n = self._oom_kills()
@@ -253,7 +285,7 @@ class Sandbox:
             signal=reply.get("signal"),
             stdout_truncated=out_t,
             stderr_truncated=err_t,
-            cancelled=bool(reply.get("cancelled")),
+            cancelled=cancelled,
             backend=self.backend,
             contained=self.contained,
             oom_killed=oom,
@@ -308,6 +340,7 @@ class Sandbox:
                     await _recv(self._reader)
         with contextlib.suppress(Exception):
             self._writer.close()
+        self._close_oom_fd()
         for task in list(self._background):
             task.cancel()
         try:

@@ -231,7 +231,11 @@ def _page_text(e: Entity, world: World) -> str:
         ]
         work = f.get("work")
         if work is not None:
-            lines += ["", "## Works", f"{e.name} {work.facts['verb']} the {work.name} in {work.facts['year']}."]
+            lines += [
+                "",
+                "## Works",
+                f"{e.name} {work.facts['verb']} the {work.name} in {work.facts['year']}.",
+            ]
         founded = [c.name for c in world.companies if c.facts["founder"] is e]
         if founded:
             lines += ["", "## Business", f"{e.name} founded {', '.join(founded)}."]
