@@ -137,7 +137,9 @@ def main() -> None:
     t0 = time.perf_counter()
     pages = generated_pages(args.pages)
     print(f"\n(generated {len(pages):,} pages in {time.perf_counter() - t0:.1f} s)")
-    p95, overhead = report("generated corpus", measure(pages, args.queries, args.repeats, args.common_fraction))
+    p95, overhead = report(
+        "generated corpus", measure(pages, args.queries, args.repeats, args.common_fraction)
+    )
     ok = p95 <= 5.0 and overhead <= 0.10
     print(f"\ntarget (tool p95 <= 5 ms, overhead <= 10%): {'met' if ok else 'NOT met'}")
 

@@ -13,7 +13,7 @@ from packaging.version import Version
 from sqlalchemy import CursorResult, delete, exists, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, selectinload
 
 from hub_server import schemas
 from hub_server.auth import Principal
@@ -67,8 +67,14 @@ def search(
         "updated": (Environment.updated_at.desc(), Environment.name),
         "name": (Environment.name,),
     }[sort]
+    # A summary needs each version's number and yank flag only (for "latest"), not READMEs or files.
+    light = (
+        selectinload(Environment.versions)
+        .load_only(VersionRow.version, VersionRow.yanked)
+        .noload(VersionRow.files)
+    )
     rows: Sequence[Environment] = session.scalars(
-        stmt.order_by(*order).offset((page - 1) * per_page).limit(per_page)
+        stmt.order_by(*order).offset((page - 1) * per_page).limit(per_page).options(light)
     ).all()
     return wire.SearchPage(
         items=[_capped(schemas.env_summary(e)) for e in rows], total=total, page=page, per_page=per_page

@@ -6,10 +6,10 @@ from typing import Any, TypeVar
 
 from packaging.version import Version
 from sqlalchemy import Select, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer, selectinload
 
 from hub_server.auth import Principal
-from hub_server.models import Environment, Owner, User, Version as VersionRow
+from hub_server.models import Environment, File, Owner, User, Version as VersionRow
 from hub_server.releases import find_version
 from hub_server.services.errors import HubError, not_found
 from verifiers.hub.packaging import normalize_name
@@ -28,6 +28,18 @@ def visible_filter(stmt: _S, principal: Principal | None) -> _S:
     return stmt.where(Environment.visibility == "public")
 
 
+def _without_bulk(stmt: _S) -> _S:
+    # READMEs (up to 512 KiB each), sdist listings and wheel METADATA are large and few answers need
+    # them: load them when touched, not with every version of every environment.
+    return stmt.options(
+        selectinload(Environment.versions).options(
+            defer(VersionRow.readme),
+            defer(VersionRow.sdist_files),
+            selectinload(VersionRow.files).defer(File.core_metadata),
+        )
+    )
+
+
 def environment_named(session: Session, name: str) -> Environment | None:
     """The environment with distribution name ``name``, whoever owns it (names are unique hub-wide)."""
     return session.scalar(select(Environment).where(Environment.name == normalize_name(name)))
@@ -39,7 +51,7 @@ def visible_environment_named(session: Session, principal: Principal | None, nam
     Visibility is part of the query, so an invisible environment costs exactly what an absent one
     does (no row, no eager loads): the two cannot be told apart by timing or query count.
     """
-    stmt = visible_filter(select(Environment), principal)
+    stmt = _without_bulk(visible_filter(select(Environment), principal))
     env: Environment | None = session.scalar(stmt.where(Environment.name == normalize_name(name)))
     return env
 
@@ -49,7 +61,7 @@ def get_environment(session: Session, principal: Principal | None, owner: str, n
 
     Absent and invisible take the same path: visibility is filtered in SQL, before any row is loaded.
     """
-    stmt = visible_filter(select(Environment).join(Owner), principal)
+    stmt = _without_bulk(visible_filter(select(Environment).join(Owner), principal))
     env: Environment | None = session.scalar(
         stmt.where(Environment.name == normalize_name(name), Owner.name == owner.lower())
     )

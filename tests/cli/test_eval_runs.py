@@ -61,12 +61,14 @@ def test_a_second_vf_eval_on_a_running_directory_fails_naming_the_holder(workdir
 
 def test_a_run_killed_during_start_up_resumes(workdir: Path) -> None:
     out = workdir / "run"
-    with ScriptedServer(rules=[], default="a0", models_delay=4) as srv:  # the endpoint check hangs
+    with ScriptedServer(rules=[], default="a0", models_delay=8) as srv:  # the endpoint check hangs
         proc = _popen(workdir, "cli-env", "-m", "m", "-b", srv.url, "-n", "3", "-r", "2", "-o", str(out))
-        _wait_for(out / "metadata.json", timeout=15)
+        # metadata.json comes before the endpoint check (and a local model's start), not after it
+        written = _wait_for(out / "metadata.json", timeout=5)
         time.sleep(0.3)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
+        assert written, "no metadata.json while the run was starting up"
         meta = json.loads((out / "metadata.json").read_text())  # written before the slow start-up
         assert meta["status"] == "running" and meta["counts"]["planned"] == 6
         assert not srv.requests

@@ -321,9 +321,8 @@ class Agent:
         os.setsid()
         # Where the sandbox has its own memory cgroup, the agent is the OOM killer's last choice and a
         # command its first (raising one's own score needs no privilege).
-        with contextlib.suppress(OSError):
-            with open("/proc/self/oom_score_adj", "w") as f:
-                f.write("1000")
+        with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
         if os.geteuid() == 0 and self.uid is not None:
             gid = self.gid if self.gid is not None else self.uid
             os.setgroups([])

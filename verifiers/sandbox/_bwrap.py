@@ -9,9 +9,7 @@ import secrets
 from pathlib import Path
 
 from verifiers.errors import SandboxError
-from verifiers.sandbox import _cgroup as cgroup
-from verifiers.sandbox import _layout as layout
-from verifiers.sandbox import _seccomp as seccomp
+from verifiers.sandbox import _cgroup as cgroup, _layout as layout, _seccomp as seccomp
 from verifiers.sandbox._base import SandboxBackend
 from verifiers.sandbox._host import find_tool, host_python, root_can_run
 from verifiers.sandbox._launch import AGENT_SOURCE, Launched, spawn_agent

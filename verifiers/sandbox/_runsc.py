@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from verifiers.errors import SandboxError
-from verifiers.sandbox import _cgroup as cgroup
-from verifiers.sandbox import _layout as layout
+from verifiers.sandbox import _cgroup as cgroup, _layout as layout
 from verifiers.sandbox._base import SandboxBackend
 from verifiers.sandbox._host import find_tool, host_python, root_can_run
 from verifiers.sandbox._launch import AGENT_SOURCE, CREATE_TIMEOUT_S, Launched, spawn_agent
