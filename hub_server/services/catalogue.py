@@ -71,7 +71,7 @@ def search(
     light = (
         selectinload(Environment.versions)
         .load_only(VersionRow.version, VersionRow.yanked)
-        .noload(VersionRow.files)
+        .lazyload(VersionRow.files)
     )
     rows: Sequence[Environment] = session.scalars(
         stmt.order_by(*order).offset((page - 1) * per_page).limit(per_page).options(light)
@@ -167,12 +167,14 @@ def record_download(hub: Hub, download: Download, client: str) -> bool:
     today = datetime.now(UTC).date()
     with hub.db.write() as session:
         insert = sqlite_insert if session.get_bind().dialect.name == "sqlite" else pg_insert
-        result = session.execute(
+        # Core, not ORM, execution: the ORM's bulk-insert path does not report rowcount faithfully.
+        result = session.connection().execute(
             insert(DownloadEvent)
             .values(file_id=download.file_id, client=client, day=today)
             .on_conflict_do_nothing()
         )
         counted = cast(CursorResult[Any], result).rowcount
+        log.warning("DBG rowcount %r dialect %s", counted, session.get_bind().dialect.name)
         if counted:
             session.execute(
                 update(Environment)

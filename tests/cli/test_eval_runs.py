@@ -43,10 +43,10 @@ def _wait_for(path: Path, lines: int = 0, timeout: float = 30) -> bool:
 
 
 def test_a_second_vf_eval_on_a_running_directory_fails_naming_the_holder(workdir: Path, start_server) -> None:
-    srv = start_server(RULES, delay=0.1)
+    srv = start_server(RULES, delay=0.3)  # the first run lasts ~5 s: the second starts while it runs
     out = workdir / "run"
     first = _popen(
-        workdir, "cli-env", "-m", "m", "-b", srv.url, "-n", "6", "-r", "3", "-c", "2", "-o", str(out)
+        workdir, "cli-env", "-m", "m", "-b", srv.url, "-n", "6", "-r", "3", "-c", "1", "-o", str(out)
     )
     try:
         assert _wait_for(out / "results.jsonl", 2), "the first run wrote nothing"
@@ -61,10 +61,10 @@ def test_a_second_vf_eval_on_a_running_directory_fails_naming_the_holder(workdir
 
 def test_a_run_killed_during_start_up_resumes(workdir: Path) -> None:
     out = workdir / "run"
-    with ScriptedServer(rules=[], default="a0", models_delay=8) as srv:  # the endpoint check hangs
+    with ScriptedServer(rules=[], default="a0", models_delay=6) as srv:  # the endpoint check hangs
         proc = _popen(workdir, "cli-env", "-m", "m", "-b", srv.url, "-n", "3", "-r", "2", "-o", str(out))
         # metadata.json comes before the endpoint check (and a local model's start), not after it
-        written = _wait_for(out / "metadata.json", timeout=5)
+        written = _wait_for(out / "metadata.json", timeout=4)
         time.sleep(0.3)
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
@@ -81,7 +81,7 @@ def test_a_run_killed_during_start_up_resumes(workdir: Path) -> None:
 
 
 def test_a_silent_server_is_a_recorded_infra_error_within_the_request_bound(workdir: Path) -> None:
-    with ScriptedServer(handler=lambda body: Reply(content="a0", delay=4.0)) as srv:
+    with ScriptedServer(handler=lambda body: Reply(content="a0", delay=3.0)) as srv:
         t0 = time.monotonic()
         res = vf_eval(
             workdir,

@@ -173,12 +173,13 @@ async def rescore_run(
         },
     }
     if save:
-        out.open_for_append()
-        try:
-            out.append(results)
-        finally:
-            out.close(durable=True)
-        out.write_metadata(meta, durable=True)
+        with out.locked():  # one writer per run directory, as for a run
+            out.open_for_append()
+            try:
+                out.append(results)
+            finally:
+                out.close(durable=True)
+            out.write_metadata(meta, durable=True)
     return RescoreResult(
         source=source,
         metadata=meta,

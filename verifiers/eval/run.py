@@ -120,11 +120,9 @@ def unwritable_record(record: dict[str, Any], exc: Exception) -> dict[str, Any]:
         except UnwritableRecordError:
             kept[str(key)] = empty.get(str(key))
     earlier = record.get("error")
-    cause = (
-        f" (the rollout had already failed: {earlier.get('type')}: {earlier.get('message')})"
-        if (isinstance(earlier, dict))
-        else ""
-    )
+    cause = ""
+    if isinstance(earlier, dict):
+        cause = f" (the rollout had already failed: {earlier.get('type')}: {earlier.get('message')})"
     kept["error"] = {
         "category": UNWRITABLE_CATEGORY,
         "type": "UnwritableRecordError",

@@ -208,9 +208,6 @@ class Agent:
             return {"ok": True}, b""
         if op == "ping":
             return {"ok": True, "pid": os.getpid()}, b""
-        if op == "cancel":
-            # A cancel that raced with the end of its exec: nothing to cancel, and no reply is expected.
-            return {"ok": True, "op": "cancel", "stale": True}, b""
         raise ValueError(f"unknown op {op!r}")
 
     # --- processes ---------------------------------------------------------------------------------

@@ -17,10 +17,10 @@ from verifiers.sandbox._procs import kill_matching, kill_uid
 from verifiers.sandbox._state import StateDir
 from verifiers.sandbox._types import SandboxLimits
 
-#: Where the run uid of a bubblewrap sandbox is drawn from (unused on ordinary systems; one per sandbox, so
-#: that RLIMIT_NPROC counts only that sandbox's processes).
 log = logging.getLogger("verifiers.sandbox")
 
+#: Where the run uid of a bubblewrap sandbox is drawn from (unused on ordinary systems; one per sandbox, so
+#: that RLIMIT_NPROC counts only that sandbox's processes).
 BWRAP_UID_BASE = 1_600_000_000
 BWRAP_UID_SPAN = 100_000_000
 
@@ -28,7 +28,9 @@ BWRAP_UID_SPAN = 100_000_000
 class BwrapBackend(SandboxBackend):
     """bubblewrap: one long-lived ``bwrap`` per sandbox with fresh pid, net, ipc, uts (and cgroup)
     namespaces, the host's ``/usr``/``/lib*`` and Python read-only, in-memory ``/workspace`` and ``/tmp``,
-    killed with its parent. Commands run under a uid of their own (one per sandbox, no capabilities).
+    killed with its parent. Commands run under a uid of their own (one per sandbox, no capabilities),
+    behind a seccomp deny-list (``_seccomp``), in memory and pids cgroups of the sandbox's own
+    (``_cgroup``; per-process rlimits only where none can be made).
 
     Needs root (to give commands their own uid; a user namespace would map them all to the caller).
     """

@@ -10,8 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field
 class SandboxLimits(BaseModel):
     """Resource limits that every backend enforces on every command it runs.
 
-    ``memory_mb``, ``cpu_s``, ``max_file_mb``, ``max_open_files`` are per-process rlimits (address space,
-    CPU seconds, largest file written, open files); ``max_procs`` caps the processes of the sandbox's user;
+    ``memory_mb`` bounds the whole sandbox (its processes, tmpfs files and IPC objects, through a cgroup
+    of its own; ``Sandbox.limits_per_sandbox`` is False where only per-process rlimits could be set) and
+    each process's address space; ``cpu_s``, ``max_file_mb``, ``max_open_files`` are per-process rlimits
+    (CPU seconds, largest file written, open files); ``max_procs`` caps the sandbox's processes;
     ``timeout_s`` is the default wall-clock budget of one ``exec`` (the whole process tree is killed when it
     runs out); ``max_output_bytes`` caps what is kept of stdout and of stderr (each); ``workspace_mb`` and
     ``tmp_mb`` size the in-memory filesystems of the workspace and of ``/tmp`` (where the backend has them).
