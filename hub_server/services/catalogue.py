@@ -6,11 +6,11 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from typing import Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
-from sqlalchemy import CursorResult, delete, exists, func, or_, select, update
+from sqlalchemy import delete, exists, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, selectinload
@@ -167,14 +167,14 @@ def record_download(hub: Hub, download: Download, client: str) -> bool:
     today = datetime.now(UTC).date()
     with hub.db.write() as session:
         insert = sqlite_insert if session.get_bind().dialect.name == "sqlite" else pg_insert
-        # Core, not ORM, execution: the ORM's bulk-insert path does not report rowcount faithfully.
-        result = session.connection().execute(
+        # RETURNING says whether the row went in (rowcount is -1 for this statement on psycopg).
+        inserted = session.execute(
             insert(DownloadEvent)
             .values(file_id=download.file_id, client=client, day=today)
             .on_conflict_do_nothing()
-        )
-        counted = cast(CursorResult[Any], result).rowcount
-        log.warning("DBG rowcount %r dialect %s", counted, session.get_bind().dialect.name)
+            .returning(DownloadEvent.file_id)
+        ).first()
+        counted = inserted is not None
         if counted:
             session.execute(
                 update(Environment)
@@ -182,4 +182,4 @@ def record_download(hub: Hub, download: Download, client: str) -> bool:
                 .values(download_count=Environment.download_count + 1)
             )
             session.execute(delete(DownloadEvent).where(DownloadEvent.day < today - timedelta(days=1)))
-    return bool(counted)
+    return counted
