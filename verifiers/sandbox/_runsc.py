@@ -19,8 +19,9 @@ from verifiers.sandbox._state import StateDir
 from verifiers.sandbox._types import SandboxLimits
 
 RUNSC_UID = 1000
-#: What gVisor's own kernel (the sentry) holds on top of the sandbox's processes and files.
-RUNSC_MEMORY_OVERHEAD_MB = 64
+#: What gVisor's own kernel (the sentry) holds on top of the sandbox's processes and files: its page
+#: cache and the copies its forks keep (a 32-process fork bomb of Python holds ~260 MB of it).
+RUNSC_MEMORY_OVERHEAD_MB = 256
 
 
 def _runsc_flags(sd: StateDir) -> list[str]:
