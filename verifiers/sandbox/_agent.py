@@ -102,6 +102,8 @@ class Agent:
         self.pidns = bool(cfg.get("pidns")) and os.getpid() == 1
         self.nproc_extra = int(cfg.get("nproc_extra", 0))
         self.ipc: str | None = cfg.get("ipc")
+        #: The cgroup.procs of the commands' memory cgroup, if the sandbox has one.
+        self.commands_cgroup: str | None = cfg.get("commands_cgroup")
         # The command being run and, once reaped, its wait status.
         self.watched: int | None = None
         self.watched_status: int | None = None
@@ -320,6 +322,11 @@ class Agent:
         # command its first (raising one's own score needs no privilege).
         with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as f:
             f.write("1000")
+        if self.commands_cgroup:
+            # Into the commands' memory cgroup while still root ("0" = this process). Not optional: a
+            # command outside it could starve the agent.
+            with open(self.commands_cgroup, "w") as f:
+                f.write("0")
         if os.geteuid() == 0 and self.uid is not None:
             gid = self.gid if self.gid is not None else self.uid
             os.setgroups([])

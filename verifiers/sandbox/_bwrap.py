@@ -101,9 +101,15 @@ class BwrapBackend(SandboxBackend):
             log.warning(
                 "sandbox %s: no seccomp filter for %s: bwrap runs without one", sd.id, os.uname().machine
             )
-        argv += ["--", *layout.contained_agent_argv(sd.id, limits, py, uid, ipc="sweep")]
         sd.meta["uid"] = uid
         cg = self._make_cgroup(sd, limits)
+        if cg is not None:
+            # Before the root goes read-only: bwrap creates the mount point.
+            at = argv.index("--remount-ro")
+            argv[at:at] = ["--bind", cg.commands_procs, layout.COMMANDS_CGROUP]
+        argv += ["--", *layout.contained_agent_argv(
+            sd.id, limits, py, uid, ipc="sweep", commands_cgroup=layout.COMMANDS_CGROUP if cg else None
+        )]  # fmt: skip
         if cg is not None:
             argv = cgroup.attach_argv(cg, argv)
         try:

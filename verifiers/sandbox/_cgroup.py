@@ -3,7 +3,8 @@
 Each sandbox gets ``<controller root>/vf-sandbox/<id>/`` in both controllers: the memory limit covers
 everything the sandbox holds in RAM (its processes, and the tmpfs and IPC pages they write, which the
 kernel charges to the writer's cgroup), the pids limit every task it runs. The agent's launcher joins
-both before it execs (``attach_argv``), so every process of the sandbox is born inside them. The cgroups
+both before it execs (``attach_argv``), so every process of the sandbox is born inside them; each
+command process then moves itself into the ``commands`` memory cgroup below (see ``COMMANDS``). The cgroups
 are removed (their tasks killed first) by the backend's teardown, which the reaper also runs.
 
 Where no cgroup can be created (no v1 hierarchy, not writable, not root) ``create`` returns None and the
@@ -33,10 +34,21 @@ def cgroup_root() -> Path:
     return Path(os.environ.get("VF_CGROUP_ROOT") or "/sys/fs/cgroup")
 
 
+#: The memory cgroup of the commands, inside the sandbox's: it is limited to ``memory_mb`` while the
+#: sandbox's has the agent's share on top, so commands (and the tmpfs files they write) can never take
+#: the memory the agent needs to report on them.
+COMMANDS = "commands"
+
+
 @dataclass(frozen=True)
 class SandboxCgroup:
     memory: str
     pids: str
+
+    @property
+    def commands_procs(self) -> str:
+        """The ``cgroup.procs`` a pre-forked command process writes itself into (before it drops root)."""
+        return f"{self.memory}/{COMMANDS}/cgroup.procs"
 
     @property
     def procs_files(self) -> list[str]:
@@ -63,9 +75,9 @@ class SandboxCgroup:
         except OSError:
             return None
         try:
-            ctl = os.open(f"{self.memory}/memory.oom_control", os.O_RDONLY | os.O_CLOEXEC)
+            ctl = os.open(f"{self.memory}/{COMMANDS}/memory.oom_control", os.O_RDONLY | os.O_CLOEXEC)
             try:
-                Path(self.memory, "cgroup.event_control").write_text(f"{efd} {ctl}")
+                Path(self.memory, COMMANDS, "cgroup.event_control").write_text(f"{efd} {ctl}")
             finally:
                 # The registration holds its own reference to the control file.
                 os.close(ctl)
@@ -76,15 +88,17 @@ class SandboxCgroup:
 
     def oom_kills(self) -> int:
         """How many processes the kernel killed for exceeding the memory limit so far."""
-        try:
-            text = Path(self.memory, "memory.oom_control").read_text()
-        except OSError:
-            return 0
-        for line in text.splitlines():
-            key, _, value = line.partition(" ")
-            if key == "oom_kill":
-                return int(value)
-        return 0
+        n = 0
+        for path in (Path(self.memory, COMMANDS), Path(self.memory)):
+            try:
+                text = (path / "memory.oom_control").read_text()
+            except OSError:
+                continue
+            for line in text.splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    n += int(value)
+        return n
 
 
 def _write(path: Path, value: str) -> None:
@@ -104,11 +118,14 @@ def create(sandbox_id: str, memory_mb: int, max_procs: int) -> SandboxCgroup | N
             (base / PARENT / sandbox_id).mkdir()
             made.append(base / PARENT / sandbox_id)
         mem, pids = made
-        limit = str((memory_mb + AGENT_MEMORY_MB) * 1024 * 1024)
-        _write(mem / "memory.limit_in_bytes", limit)
-        if (mem / "memory.memsw.limit_in_bytes").exists():
-            # memory+swap at the same value: the sandbox cannot spill past its limit into swap.
-            _write(mem / "memory.memsw.limit_in_bytes", limit)
+        (mem / COMMANDS).mkdir()
+        made.insert(1, mem / COMMANDS)
+        for path, mb in ((mem, memory_mb + AGENT_MEMORY_MB), (mem / COMMANDS, memory_mb)):
+            limit = str(mb * 1024 * 1024)
+            _write(path / "memory.limit_in_bytes", limit)
+            if (path / "memory.memsw.limit_in_bytes").exists():
+                # memory+swap at the same value: the sandbox cannot spill past its limit into swap.
+                _write(path / "memory.memsw.limit_in_bytes", limit)
         _write(pids / "pids.max", str(max_procs + AGENT_TASKS))
     except OSError as exc:
         log.warning("sandbox %s: cannot set up its cgroups (%s)", sandbox_id, exc)
@@ -160,7 +177,9 @@ def remove(cgroup: SandboxCgroup) -> None:
         # Only ever a directory of ours: <root>/<controller>/vf-sandbox/<id>.
         if path.parent.name != PARENT:
             continue
-        for pid in _tasks(path):
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        _remove_dir(path)
+        for d in (path / COMMANDS, path):
+            for pid in _tasks(d):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            if d.exists():
+                _remove_dir(d)

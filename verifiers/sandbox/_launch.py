@@ -52,6 +52,7 @@ def sandbox_env(python: HostPython, home: str, tmp: str) -> dict[str, str]:
 def agent_config(
     sandbox_id: str, limits: SandboxLimits, *, workspace: str, scratch: list[str], env: dict[str, str],
     uid: int | None, pidns: bool, nproc_extra: int = 0, ipc: str | None = None,
+    commands_cgroup: str | None = None,
 ) -> str:  # fmt: skip
     """The agent's configuration. ``ipc``: "unshare" (the agent may make a fresh IPC namespace, at start
     and on every reset), "sweep" (reset removes every SysV object and POSIX queue of the sandbox's own
@@ -68,6 +69,7 @@ def agent_config(
             "pidns": pidns,
             "nproc_extra": nproc_extra,
             "ipc": ipc,
+            "commands_cgroup": commands_cgroup,
         }
     )
 

@@ -16,6 +16,8 @@ AGENT_PATH = "/opt/vf-sandbox/agent.py"
 WORKSPACE = "/workspace"
 SCRATCH = ("/tmp", "/dev/shm")
 MQUEUE = "/dev/mqueue"
+#: Where a bwrap sandbox sees the cgroup.procs of its commands' memory cgroup (bound from the host).
+COMMANDS_CGROUP = "/run/vf-commands.procs"
 #: What the agent keeps of root inside a contained sandbox: enough to drop each command to the run uid,
 #: kill it, and manage the workspace files on its behalf.
 AGENT_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_FOWNER", "CAP_DAC_OVERRIDE")
@@ -24,13 +26,15 @@ HOST_ETC = ("ld.so.cache", "alternatives", "localtime")
 
 
 def contained_agent_argv(
-    sandbox_id: str, limits: SandboxLimits, python: HostPython, uid: int, *, ipc: str
-) -> list[str]:
+    sandbox_id: str, limits: SandboxLimits, python: HostPython, uid: int, *, ipc: str,
+    commands_cgroup: str | None = None,
+) -> list[str]:  # fmt: skip
     """The agent's command line in a contained sandbox: commands run as ``uid`` in their own pid namespace;
     ``ipc`` is how reset() empties the IPC namespace (see ``agent_config``)."""
     config = agent_config(
         sandbox_id, limits, workspace=WORKSPACE, scratch=list(SCRATCH),
         env=sandbox_env(python, WORKSPACE, SCRATCH[0]), uid=uid, pidns=True, ipc=ipc,
+        commands_cgroup=commands_cgroup,
     )  # fmt: skip
     return agent_argv(python, AGENT_PATH, config)
 

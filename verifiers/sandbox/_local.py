@@ -55,14 +55,14 @@ class LocalBackend(SandboxBackend):
         # RLIMIT_NPROC counts every process of the user, so leave room for those already running.
         extra = 0 if uid == 0 else _user_task_count(uid)
         env = sandbox_env(py, str(work), str(tmp))
+        cg = self._make_cgroup(sd, limits)
         agent_cfg = agent_config(
             sd.id, limits, workspace=str(work), scratch=[str(tmp)],
             env=env, uid=None, pidns=False, nproc_extra=extra,
             # As root the agent can give the sandbox an IPC namespace of its own (fresh on every reset).
-            ipc="unshare" if uid == 0 else None,
+            ipc="unshare" if uid == 0 else None, commands_cgroup=cg.commands_procs if cg else None,
         )  # fmt: skip
         argv = agent_argv(py, str(AGENT_SOURCE.resolve()), agent_cfg)
-        cg = self._make_cgroup(sd, limits)
         if cg is not None:
             argv = cgroup.attach_argv(cg, argv)
         launched = await spawn_agent(argv, sd, str(work), cwd=str(work), env={**env, "VF_SANDBOX_ID": sd.id})

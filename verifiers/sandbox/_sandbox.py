@@ -264,17 +264,18 @@ class Sandbox:
         oom, cancelled = False, bool(reply.get("cancelled"))
         if self._oom_stopped:
             # We stopped it for an OOM kill: that is not the caller's cancel.
-            self._oom_stopped, cancelled = False, False
+            self._oom_stopped, cancelled, oom = False, False, True
         if reply["exit_code"] != 0 and self._oom_kills is not None:
             # Only a failed command can have met the OOM killer; one file read, off the success path.
             n = self._oom_kills()
             if n > self._oom_seen:
                 self._oom_seen, oom = n, True
-                sep = "" if not stderr or stderr.endswith("\n") else "\n"
-                stderr += (
-                    f"{sep}vf-sandbox: killed: the sandbox used more than its memory limit "
-                    f"({self.limits.memory_mb} MB for all its processes and files)\n"
-                )
+        if oom:
+            sep = "" if not stderr or stderr.endswith("\n") else "\n"
+            stderr += (
+                f"{sep}vf-sandbox: killed: the sandbox used more than its memory limit "
+                f"({self.limits.memory_mb} MB for all its processes and files)\n"
+            )
         return ExecResult(
             exit_code=reply["exit_code"],
             stdout=blob[:n_out].decode(errors="replace"),
