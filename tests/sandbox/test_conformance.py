@@ -684,14 +684,9 @@ async def test_memory_limit_is_per_sandbox(backend: SandboxBackend) -> None:
             pytest.skip("no cgroup could be created here: limits are per process (reported as such)")
         await sb.write_file("hog6.py", HOG6)
         t0 = time.monotonic()
-        try:
-            r = await sb.exec(["python3", "hog6.py", "100"], timeout=25)
-        except SandboxError:
-            # runsc: gVisor (this date) has no memory limit of its own; the host cgroup OOM-kills the
-            # whole sandbox, which is reported as a dead sandbox (an infra error), never a hang.
-            assert backend.name == "runsc"
-            assert time.monotonic() - t0 < 20 and not sb.alive
-            return
+        # runsc: gVisor (this date) has no memory limit of its own; the agent measures the sandbox while
+        # the command runs and kills the command, not the sandbox (the host cgroup is only the backstop).
+        r = await sb.exec(["python3", "hog6.py", "100"], timeout=25)
         assert time.monotonic() - t0 < 20, r
         assert r.stdout.count("held") < 6, f"the sandbox held 600 MB under a 256 MB limit: {r}"
         assert r.exit_code != 0 and not r.timed_out and r.oom_killed, r

@@ -46,6 +46,11 @@ KEYCTL_JOIN_SESSION_KEYRING = 1
 MQUEUE_DIR = "/dev/mqueue"
 #: /proc/sysvipc file, and the x86_64 number of its *ctl call (IPC_RMID is 0 for all three).
 SYSV_KINDS = (("shm", 31), ("msg", 71), ("sem", 66))
+#: With ``watch_memory`` (gVisor, which has no memory limit of its own): how often a running command's
+#: sandbox is measured (one pread of /proc/meminfo, ~30 us under gVisor), and how much a command may still
+#: use when an earlier command's files left the sandbox over its limit.
+MEMORY_POLL_S = 0.01
+MEMORY_SLACK = 32 << 20
 
 
 class ProtocolEOF(Exception):
@@ -104,6 +109,14 @@ class Agent:
         self.ipc: str | None = cfg.get("ipc")
         #: The cgroup.procs of the commands' memory cgroup, if the sandbox has one.
         self.commands_cgroup: str | None = cfg.get("commands_cgroup")
+        #: /proc/meminfo, where the agent itself must enforce memory_mb on the whole sandbox (gVisor's
+        #: meminfo counts every process and every tmpfs page of its kernel, i.e. of this sandbox).
+        self.meminfo: int | None = None
+        self.memory_limit = 0
+        self.memory_floor = 0
+        if cfg.get("watch_memory"):
+            with contextlib.suppress(OSError):
+                self.meminfo = os.open("/proc/meminfo", os.O_RDONLY | os.O_CLOEXEC)
         # The command being run and, once reaped, its wait status.
         self.watched: int | None = None
         self.watched_status: int | None = None
@@ -152,6 +165,13 @@ class Agent:
 
     def serve(self) -> None:
         self.prefork()
+        if self.meminfo is not None:
+            # What the agent and its spare use now is theirs; commands get memory_mb on top of it.
+            try:
+                self.memory_limit = self.memory_used() + self.limits["memory_mb"] * 1024 * 1024
+            except (OSError, ValueError, IndexError):
+                os.close(self.meminfo)
+                self.meminfo = None  # not gVisor's meminfo: the host cgroup alone bounds the sandbox
         self.send({"ok": True, "op": "hello", "pid": os.getpid(), "pidns": self.pidns})
         while True:
             try:
@@ -213,6 +233,26 @@ class Agent:
         raise ValueError(f"unknown op {op!r}")
 
     # --- processes ---------------------------------------------------------------------------------
+    def memory_used(self) -> int:
+        """Bytes in use in the sandbox's kernel (MemTotal - MemFree of /proc/meminfo)."""
+        assert self.meminfo is not None
+        lines = os.pread(self.meminfo, 4096, 0).split(b"\n", 2)
+        return (int(lines[0].split()[1]) - int(lines[1].split()[1])) * 1024
+
+    def memory_over(self) -> bool:
+        """Whether the sandbox is over its memory limit (see ``memory_floor``)."""
+        used = self.memory_used()
+        if self.memory_floor and used + MEMORY_SLACK < self.memory_floor:
+            self.memory_floor = used + MEMORY_SLACK  # files were removed: the allowance shrinks back
+        return used > max(self.memory_limit, self.memory_floor)
+
+    def after_memory_kill(self) -> None:
+        """The command is dead; what is left (files in tmpfs) may still be over the limit (we poll, so a
+        writer can overshoot): later commands then get MEMORY_SLACK above it, until files go or reset()."""
+        used = self.memory_used()
+        if used + MEMORY_SLACK > self.memory_limit:
+            self.memory_floor = used + MEMORY_SLACK
+
     def reap(self) -> None:
         """Collect every exited child (we may be a namespace init or a subreaper: orphans land here)."""
         while True:
@@ -412,9 +452,10 @@ class Agent:
             os.close(in_fd)
             in_open = None
         deadline = start + timeout
-        timed_out = cancelled = False
+        timed_out = cancelled = oom_killed = False
         killed_at: float | None = None
         host_gone = False
+        next_poll = start + MEMORY_POLL_S if self.meminfo is not None else None
 
         while True:
             self.reap()
@@ -430,9 +471,23 @@ class Agent:
                 timed_out = True
                 self.kill_all()
                 killed_at = now
+            if next_poll is not None and killed_at is None and now >= next_poll:
+                next_poll = now + MEMORY_POLL_S
+                try:
+                    over = self.memory_over()
+                except (OSError, ValueError, IndexError):
+                    over, next_poll = False, None  # unreadable: the host cgroup alone bounds this one
+                if over:
+                    oom_killed = True
+                    self.kill_all()
+                    killed_at = now
+                    with contextlib.suppress(OSError, ValueError, IndexError):
+                        self.after_memory_kill()
             if killed_at is not None and now - killed_at > KILL_GRACE_S:
                 break
             wait = (deadline - now) if killed_at is None else max(0.0, killed_at + KILL_GRACE_S - now)
+            if next_poll is not None and killed_at is None:
+                wait = min(wait, next_poll - now)
             rlist = [*open_readers, self.sig_r, self.rfd]
             wlist = [in_open] if in_open is not None else []
             try:
@@ -501,10 +556,12 @@ class Agent:
             code = os.waitstatus_to_exitcode(status)
         if host_gone:
             raise ProtocolEOF
-        return self._result(
+        hdr_out, blob_out = self._result(
             code, sig, timed_out, trunc[out_fd], trunc[err_fd], bytes(bufs[out_fd]), bytes(bufs[err_fd]),
             start, cancelled, True,
         )  # fmt: skip
+        hdr_out["oom_killed"] = oom_killed
+        return hdr_out, blob_out
 
     @staticmethod
     def _result(
@@ -641,6 +698,7 @@ class Agent:
         """Back to a fresh sandbox: no processes, no IPC objects, empty workspace and scratch dirs."""
         self.kill_all()
         self.clear_ipc()
+        self.memory_floor = 0
         for top in [self.workspace, *self.scratch]:
             if not os.path.isdir(top):
                 continue

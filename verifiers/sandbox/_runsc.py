@@ -127,7 +127,9 @@ class RunscBackend(SandboxBackend):
             "process": {
                 "terminal": False,
                 "user": {"uid": 0, "gid": 0},
-                "args": layout.contained_agent_argv(sd.id, limits, py, RUNSC_UID, ipc="unshare"),
+                "args": layout.contained_agent_argv(
+                    sd.id, limits, py, RUNSC_UID, ipc="unshare", watch_memory=True
+                ),
                 "env": ["PATH=/usr/bin:/bin", "LANG=C.UTF-8"],
                 "cwd": layout.WORKSPACE,
                 "capabilities": {k: caps for k in ("bounding", "effective", "permitted")},
@@ -141,7 +143,9 @@ class RunscBackend(SandboxBackend):
                 "namespaces": [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")],
                 # A host cgroup of its own (runsc creates and removes it) caps what the sandbox, gVisor's
                 # kernel included, can pin on the host. gVisor of this date has no memory limit of its
-                # own, so going past it gets the sandbox OOM-killed as a whole (SandboxError).
+                # own: the agent (watch_memory) measures the sandbox while a command runs and kills the
+                # command past memory_mb; this cgroup is the backstop (its overhead covers the polling
+                # lag), and going past it gets the sandbox OOM-killed as a whole (SandboxError).
                 # Processes are counted inside, by RLIMIT_NPROC of the sandbox's one user in its own
                 # kernel; no host pids limit: the sentry's threads and ptrace stubs would hit it first
                 # and kill the whole sandbox.

@@ -261,7 +261,9 @@ class Sandbox:
         n_out = int(reply["stdout_len"])
         out_t, err_t = bool(reply["stdout_truncated"]), bool(reply["stderr_truncated"])
         stderr = blob[n_out:].decode(errors="replace")
-        oom, cancelled = False, bool(reply.get("cancelled"))
+        # The agent itself stops a command that takes the sandbox over its limit where the kernel does not
+        # (gVisor, runsc's watch_memory).
+        oom, cancelled = bool(reply.get("oom_killed")), bool(reply.get("cancelled"))
         if self._oom_stopped:
             # We stopped it for an OOM kill: that is not the caller's cancel.
             self._oom_stopped, cancelled, oom = False, False, True
