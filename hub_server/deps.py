@@ -32,13 +32,18 @@ def request_token(request: Request) -> str | None:
     return token
 
 
-async def optional_principal(request: Request, hub: Annotated[Hub, Depends(get_hub)]) -> Principal | None:
-    """The caller, or None when no credentials came; the token lookup (blocking) runs in a worker thread."""
+def principal_for(hub: Hub, token: str | None) -> Principal | None:
+    """The caller with credentials ``token`` (None for none); blocking; a bad token is a 401."""
     try:
-        token = request_token(request)
-        return await run_in_threadpool(hub.principal, token) if token else None
+        return hub.principal(token) if token else None
     except AuthError as exc:
         raise HubError(401, str(exc)) from None
+
+
+async def optional_principal(request: Request, hub: Annotated[Hub, Depends(get_hub)]) -> Principal | None:
+    """The caller, or None when no credentials came; the token lookup (blocking) runs in a worker thread."""
+    token = request_token(request)
+    return await run_in_threadpool(principal_for, hub, token) if token else None
 
 
 async def required_principal(

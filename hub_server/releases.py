@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from hub_server.models import Environment, Version as VersionRow
+from hub_server.views import HasVersions, V
 
 
-def sorted_versions(env: Environment) -> list[VersionRow]:
+def sorted_versions(env: HasVersions[V]) -> list[V]:
     """Newest first (PEP 440 order)."""
     return sorted(env.versions, key=lambda v: Version(v.version), reverse=True)
 
 
-def latest_version(env: Environment) -> VersionRow | None:
+def latest_version(env: HasVersions[V]) -> V | None:
     """The newest final release that is not yanked; failing that a pre-release, failing that anything."""
     versions = sorted_versions(env)
     live = [v for v in versions if not v.yanked]
@@ -24,6 +24,6 @@ def latest_version(env: Environment) -> VersionRow | None:
     return best[0] if best else None
 
 
-def find_version(env: Environment, version: Version) -> VersionRow | None:
+def find_version(env: HasVersions[V], version: Version) -> V | None:
     """The row of ``version`` (PEP 440 equality, so ``0.1`` finds ``0.1.0``), if ``env`` has it."""
     return next((v for v in env.versions if Version(v.version) == version), None)

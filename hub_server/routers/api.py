@@ -8,11 +8,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path as FastAPIPath, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel
 from starlette.datastructures import UploadFile
 
 from hub_server import schemas, services
 from hub_server.auth import Principal
-from hub_server.deps import HubDep, PrincipalDep, SessionDep, WriterDep
+from hub_server.context import Hub
+from hub_server.deps import HubDep, PrincipalDep, SessionDep, WriterDep, principal_for, request_token
 from hub_server.releases import sorted_versions
 from hub_server.services import HubError
 from verifiers.hub import wire
@@ -48,6 +50,24 @@ _FORM_FIELD_LIMIT = 64 * 1024
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
+def _json(body: BaseModel) -> Response:
+    """``body`` serialised once, in the calling worker thread.
+
+    The hot read routes (detail, search, resolve) build their answer, serialise it and close their
+    session in one worker-thread hop, instead of FastAPI validating the returned model against
+    ``response_model`` again and serialising it in a second hop and closing the session in a third.
+    ``response_model`` stays on those routes for the OpenAPI schema; the bytes are the same.
+    """
+    return Response(body.__pydantic_serializer__.to_json(body), media_type="application/json")
+
+
+def _reader(request: Request) -> tuple[Hub, str | None]:
+    """The hub and the caller's credentials, for the hot read routes: they authenticate in the same
+    worker-thread hop as their queries (a bad token is still a 401 before any lookup)."""
+    hub: Hub = request.app.state.hub
+    return hub, request_token(request)
+
+
 def _principal_required(principal: Principal | None) -> Principal:
     if principal is None:
         raise HubError(401, "this needs a token (Authorization: Bearer <token>)")
@@ -55,9 +75,8 @@ def _principal_required(principal: Principal | None) -> Principal:
 
 
 @router.get("/environments", response_model=wire.SearchPage)
-def list_environments(
-    session: SessionDep,
-    principal: PrincipalDep,
+async def list_environments(
+    request: Request,
     q: Annotated[str, Query(max_length=200, description="Text in the name, description or owner.")] = "",
     tag: Annotated[
         list[str] | None, Query(max_length=10, description="Every given tag must be present.")
@@ -66,17 +85,38 @@ def list_environments(
     sort: wire.SortKey = "downloads",
     page: Annotated[int, Query(ge=1, le=10_000)] = 1,
     per_page: Annotated[int, Query(ge=1, le=100)] = 20,
-) -> wire.SearchPage:
-    return services.search(
-        session, principal, q=q, tags=tag or (), owner=owner, sort=sort, page=page, per_page=per_page
-    )
+) -> Response:
+    hub, token = _reader(request)
+
+    def answer() -> Response:
+        principal = principal_for(hub, token)
+        with hub.db.read() as session:
+            return _json(
+                services.search(
+                    session,
+                    principal,
+                    q=q,
+                    tags=tag or (),
+                    owner=owner,
+                    sort=sort,
+                    page=page,
+                    per_page=per_page,
+                )
+            )
+
+    return await run_in_threadpool(answer)
 
 
 @router.get("/environments/{owner}/{name}", response_model=wire.EnvironmentDetail, responses=_ERRORS)
-def get_environment(
-    owner: str, name: str, session: SessionDep, principal: PrincipalDep
-) -> wire.EnvironmentDetail:
-    return schemas.env_detail(services.get_environment(session, principal, owner, name))
+async def get_environment(owner: str, name: str, request: Request) -> Response:
+    hub, token = _reader(request)
+
+    def answer() -> Response:
+        principal = principal_for(hub, token)
+        with hub.db.read() as session:
+            return _json(schemas.env_detail(services.get_environment_view(session, principal, owner, name)))
+
+    return await run_in_threadpool(answer)
 
 
 @router.patch("/environments/{owner}/{name}", response_model=wire.EnvironmentDetail, responses=_ERRORS)
@@ -235,13 +275,18 @@ def unstar(owner: str, name: str, hub: HubDep, principal: WriterDep) -> schemas.
 
 
 @router.get("/resolve", response_model=wire.ResolvedVersion, responses=_ERRORS)
-def resolve(
-    session: SessionDep,
-    principal: PrincipalDep,
+async def resolve(
+    request: Request,
     spec: Annotated[str, Query(min_length=1, max_length=300, description="[owner/]name[@PEP 440 specifier]")],
-) -> wire.ResolvedVersion:
-    env, ver = services.resolve(session, principal, spec)
-    return schemas.resolve_out(env, ver)
+) -> Response:
+    hub, token = _reader(request)
+
+    def answer() -> Response:
+        principal = principal_for(hub, token)
+        with hub.db.read() as session:
+            return _json(schemas.resolve_out(*services.resolve(session, principal, spec)))
+
+    return await run_in_threadpool(answer)
 
 
 @router.get("/whoami", response_model=wire.WhoAmI, responses=_ERRORS)

@@ -10,9 +10,14 @@ from hub_server.models import ApiToken, Environment, EvalSummary, File, Version 
 from hub_server.releases import latest_version, sorted_versions
 from hub_server.schemas.bodies import EvalOut, TokenOut
 from hub_server.simple_index import file_url
+from hub_server.views import EnvironmentView, FileView, VersionView
 from verifiers.hub import wire
 
 M = TypeVar("M", bound=BaseModel)
+#: An ORM row or its plain copy from ``hub_server.views``: both look the same on the wire.
+EnvRow = Environment | EnvironmentView
+VersionLikeRow = VersionRow | VersionView
+FileRow = File | FileView
 
 
 def _from_row(model: type[M], row: object, **computed: Any) -> M:
@@ -21,15 +26,15 @@ def _from_row(model: type[M], row: object, **computed: Any) -> M:
     return model.model_validate({**copied, **computed})
 
 
-def file_out(env: Environment, f: File) -> wire.HubFile:
+def file_out(env: EnvRow, f: FileRow) -> wire.HubFile:
     return _from_row(wire.HubFile, f, url=file_url(env.name, f.filename), uploaded_at=f.created_at)
 
 
-def _files(env: Environment, v: VersionRow) -> list[wire.HubFile]:
+def _files(env: EnvRow, v: VersionLikeRow) -> list[wire.HubFile]:
     return [file_out(env, f) for f in v.files]
 
 
-def version_out(env: Environment, v: VersionRow) -> wire.VersionInfo:
+def version_out(env: EnvRow, v: VersionLikeRow) -> wire.VersionInfo:
     return _from_row(wire.VersionInfo, v, files=_files(env, v))
 
 
@@ -39,7 +44,7 @@ def version_detail(env: Environment, v: VersionRow, uploader: str | None) -> wir
     )
 
 
-def env_summary(env: Environment) -> wire.EnvironmentSummary:
+def env_summary(env: EnvRow) -> wire.EnvironmentSummary:
     latest = latest_version(env)
     return _from_row(
         wire.EnvironmentSummary,
@@ -52,15 +57,21 @@ def env_summary(env: Environment) -> wire.EnvironmentSummary:
     )
 
 
-def env_detail(env: Environment) -> wire.EnvironmentDetail:
+def _newest_first(env: EnvRow) -> list[VersionLikeRow]:
+    if isinstance(env, EnvironmentView):
+        return list(sorted_versions(env))
+    return list(sorted_versions(env))
+
+
+def env_detail(env: EnvRow) -> wire.EnvironmentDetail:
     return wire.EnvironmentDetail(
         **env_summary(env).model_dump(),
-        versions=[version_out(env, v) for v in sorted_versions(env)],
+        versions=[version_out(env, v) for v in _newest_first(env)],
         install_command=f"vf-install {env.full_name}",
     )
 
 
-def resolve_out(env: Environment, v: VersionRow) -> wire.ResolvedVersion:
+def resolve_out(env: EnvRow, v: VersionLikeRow) -> wire.ResolvedVersion:
     return _from_row(
         wire.ResolvedVersion,
         v,

@@ -25,7 +25,13 @@ from hub_server.services.environments import (
 )
 from hub_server.services.errors import HubError
 from hub_server.services.evals import add_eval, list_evals
-from hub_server.services.lookups import find_user, get_environment, get_version, uploader_name
+from hub_server.services.lookups import (
+    find_user,
+    get_environment,
+    get_environment_view,
+    get_version,
+    uploader_name,
+)
 from hub_server.services.publishing import Upload, collect_garbage, precheck_publish, publish
 from hub_server.services.tokens import create_token, list_tokens, revoke_token, token_expiry
 
@@ -45,6 +51,7 @@ __all__ = [
     "find_download",
     "find_user",
     "get_environment",
+    "get_environment_view",
     "get_version",
     "list_evals",
     "list_tokens",

@@ -13,14 +13,15 @@ from packaging.version import Version
 from sqlalchemy import delete, exists, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import Session
 
 from hub_server import schemas
 from hub_server.auth import Principal
 from hub_server.context import Hub
-from hub_server.models import DownloadEvent, Environment, EnvironmentTag, File, Owner, Version as VersionRow
+from hub_server.models import DownloadEvent, Environment, EnvironmentTag, File, Owner
 from hub_server.services.errors import HubError, not_found
-from hub_server.services.lookups import visible_environment_named, visible_filter
+from hub_server.services.lookups import visible_environment_view, visible_filter
+from hub_server.views import EnvironmentView, VersionView, environment_columns, load_environments
 from verifiers.hub import wire
 from verifiers.hub.packaging import normalize_name, parse_env_spec
 
@@ -44,7 +45,7 @@ def search(
     page: int = 1,
     per_page: int = 20,
 ) -> wire.SearchPage:
-    stmt = visible_filter(select(Environment).join(Owner), principal)
+    stmt = visible_filter(environment_columns(), principal)
     if q.strip():
         pattern = f"%{_escape_like(q.strip().lower())}%"
         stmt = stmt.where(
@@ -60,22 +61,20 @@ def search(
         )
     if owner:
         stmt = stmt.where(Owner.name == owner.lower())
-    total = session.scalar(select(func.count()).select_from(stmt.subquery())) or 0
     order: tuple[Any, ...] = {
         "downloads": (Environment.download_count.desc(), Environment.name),
         "stars": (Environment.star_count.desc(), Environment.name),
         "updated": (Environment.updated_at.desc(), Environment.name),
         "name": (Environment.name,),
     }[sort]
-    # A summary needs each version's number and yank flag only (for "latest"), not READMEs or files.
-    light = (
-        selectinload(Environment.versions)
-        .load_only(VersionRow.version, VersionRow.yanked)
-        .lazyload(VersionRow.files)
+    # A summary needs each version's number and yank flag (for "latest"), not READMEs or files.
+    rows = load_environments(
+        session, stmt.order_by(*order).offset((page - 1) * per_page).limit(per_page), files=False
     )
-    rows: Sequence[Environment] = session.scalars(
-        stmt.order_by(*order).offset((page - 1) * per_page).limit(per_page).options(light)
-    ).all()
+    if page == 1 and len(rows) < per_page:
+        total = len(rows)  # the whole result is on this page: no count query needed
+    else:
+        total = session.scalar(select(func.count()).select_from(stmt.subquery())) or 0
     return wire.SearchPage(
         items=[_capped(schemas.env_summary(e)) for e in rows], total=total, page=page, per_page=per_page
     )
@@ -88,13 +87,15 @@ def _capped(item: wire.EnvironmentSummary) -> wire.EnvironmentSummary:
     return item.model_copy(update={"description": item.description[: SUMMARY_LIMIT - 1].rstrip() + "…"})
 
 
-def resolve(session: Session, principal: Principal | None, spec_text: str) -> tuple[Environment, VersionRow]:
+def resolve(
+    session: Session, principal: Principal | None, spec_text: str
+) -> tuple[EnvironmentView, VersionView]:
     """Best version for ``[owner/]name[@specifier]``: highest match, yanked ones only when pinned with ==."""
     try:
         spec = parse_env_spec(spec_text)
     except ValueError as exc:
         raise HubError(422, str(exc)) from None
-    env = visible_environment_named(session, principal, spec.name)
+    env = visible_environment_view(session, principal, spec.name)
     if env is None or (spec.owner and spec.owner.lower() != env.owner.name):
         raise not_found(f"environment {spec.owner + '/' if spec.owner else ''}{spec.name}")
     specifier = SpecifierSet(spec.specifier)

@@ -12,6 +12,7 @@ from hub_server.auth import Principal
 from hub_server.models import Environment, File, Owner, User, Version as VersionRow
 from hub_server.releases import find_version
 from hub_server.services.errors import HubError, not_found
+from hub_server.views import EnvironmentView, environment_columns, load_environments
 from verifiers.hub.packaging import normalize_name
 
 _S = TypeVar("_S", bound="Select[*tuple[Any, ...]]")
@@ -65,6 +66,29 @@ def get_environment(session: Session, principal: Principal | None, owner: str, n
     env: Environment | None = session.scalar(
         stmt.where(Environment.name == normalize_name(name), Owner.name == owner.lower())
     )
+    if env is None:
+        raise not_found(f"environment {owner}/{name}")
+    return env
+
+
+def visible_environment_view(
+    session: Session, principal: Principal | None, name: str, owner: str | None = None
+) -> EnvironmentView | None:
+    """Like ``visible_environment_named`` (and ``owner``'s if given), as a plain ``EnvironmentView``
+    with its tags, versions and files, read with Core selects. Visibility is in the first query, so
+    an invisible environment costs what an absent one does."""
+    stmt = visible_filter(environment_columns(), principal).where(Environment.name == normalize_name(name))
+    if owner is not None:
+        stmt = stmt.where(Owner.name == owner.lower())
+    envs = load_environments(session, stmt, files=True)
+    return envs[0] if envs else None
+
+
+def get_environment_view(
+    session: Session, principal: Principal | None, owner: str, name: str
+) -> EnvironmentView:
+    """``get_environment`` for answers that only read: the same 404, a plain ``EnvironmentView``."""
+    env = visible_environment_view(session, principal, name, owner)
     if env is None:
         raise not_found(f"environment {owner}/{name}")
     return env
