@@ -29,7 +29,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
-from hub_index import PROJECTS, VERSIONS, free_port, tiny_dists, wait_http
+from hub_index import PROJECTS, VERSIONS, free_port, prepare_hub, tiny_dists, wait_http
 
 PG_BIN = Path(os.environ.get("VF_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
 ENDPOINTS = {
@@ -111,20 +111,7 @@ def postgres(base: Path) -> Iterator[str]:
 @contextmanager
 def hub(work: Path, database_url: str | None, workers: int) -> Iterator[str]:
     """A seeded hub (10 projects × 5 versions under owner ``bench``); yields its base URL."""
-    env = {**os.environ, "VF_HUB_DATA_DIR": str(work / "hub"), "VF_HUB_MAX_ARCHIVE_MEMBERS": "100"}
-    env.pop("VF_HUB_DATABASE_URL", None)
-    if database_url:
-        env["VF_HUB_DATABASE_URL"] = database_url
-    vf_hub = [sys.executable, "-m", "hub_server.cli"]
-    subprocess.run([*vf_hub, "db", "upgrade"], env=env, check=True, capture_output=True)
-    subprocess.run([*vf_hub, "user", "create", "bench"], env=env, check=True, capture_output=True)
-    token = subprocess.run(
-        [*vf_hub, "token", "create", "bench", "--scope", "publish"],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+    env, vf_hub, token = prepare_hub(work, database_url)
     port = free_port()
     serve = [*vf_hub, "serve", "--port", str(port), "--workers", str(workers), "--no-access-log"]
     log = (work / "hub.log").open("wb")  # tracebacks of failed requests go here, not over the table

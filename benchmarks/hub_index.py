@@ -98,6 +98,28 @@ class Result:
     p99_ms: float
 
 
+VF_HUB = [sys.executable, "-m", "hub_server.cli"]
+
+
+def prepare_hub(work: Path, database_url: str | None = None) -> tuple[dict[str, str], list[str], str]:
+    """A migrated hub data dir under ``work`` with user ``bench``: its environment, the ``vf-hub``
+    command and a publish token (shared by the hub benchmarks)."""
+    env = {**os.environ, "VF_HUB_DATA_DIR": str(work / "hub"), "VF_HUB_MAX_ARCHIVE_MEMBERS": "100"}
+    env.pop("VF_HUB_DATABASE_URL", None)
+    if database_url:
+        env["VF_HUB_DATABASE_URL"] = database_url
+    subprocess.run([*VF_HUB, "db", "upgrade"], env=env, check=True, capture_output=True)
+    subprocess.run([*VF_HUB, "user", "create", "bench"], env=env, check=True, capture_output=True)
+    token = subprocess.run(
+        [*VF_HUB, "token", "create", "bench", "--scope", "publish"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    return env, list(VF_HUB), token
+
+
 def _ms(value: str, unit: str) -> float:
     return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}[unit]
 
@@ -157,18 +179,7 @@ def main() -> int:
                 (packages / filename).write_bytes(data)
         try:
             # --- the hub ---
-            env = {**os.environ, "VF_HUB_DATA_DIR": str(work / "hub"), "VF_HUB_MAX_ARCHIVE_MEMBERS": "100"}
-            env.pop("VF_HUB_DATABASE_URL", None)
-            vf_hub = [sys.executable, "-m", "hub_server.cli"]
-            subprocess.run([*vf_hub, "db", "upgrade"], env=env, check=True, capture_output=True)
-            subprocess.run([*vf_hub, "user", "create", "bench"], env=env, check=True, capture_output=True)
-            token = subprocess.run(
-                [*vf_hub, "token", "create", "bench", "--scope", "publish"],
-                env=env,
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout.strip()
+            env, vf_hub, token = prepare_hub(work)
             hub_port = free_port()
             procs.append(
                 subprocess.Popen(
