@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -451,45 +452,46 @@ def eval_command(
 
 
 def _resolve(env_id: str, layers: list[tuple[str, dict[str, Any]]]) -> EvalConfig:
-    from verifiers.clients.target import TargetError, resolve_target
     from verifiers.eval.config import ConfigError, resolve_eval_config
+    from verifiers.eval.launch import target_of
     from verifiers.eval.runs import ResumeMismatchError
     from verifiers.hub.packaging import normalize_name
 
     env_id = normalize_name(env_id)  # the id runs are recorded (and found by --resume) under
     try:
         config = resolve_eval_config(env_id, *layers, package_defaults=_package_defaults(env_id))
-        # Fail on a bad target before loading anything (a local model would start, a dataset load).
-        resolve_target(
-            config.model,
-            base_url=config.base_url,
-            api_key_var=config.api_key_var,
-            registry_path=config.endpoints_file,
-        )
+        target_of(config)  # a bad target fails before anything loads (a local model, a dataset)
     except ResumeMismatchError as exc:
         fail(str(exc))
-    except (ConfigError, TargetError) as exc:
+    except ConfigError as exc:
         fail(_flag_names(str(exc)))
     return config
 
 
-#: Library setting names → the flags that set them, for error messages.
+#: Library setting names → the flags that set them, for error messages. Only names that cannot be
+#: ordinary words (``model``, ``seed`` … are left alone; they read the same as their flags).
 _FLAGS = {
+    "save_results=False": "--no-save",
+    "base_url": "-b/--api-base-url",
+    "api_key_var": "-k/--api-key-var",
+    "endpoints_file": "-e/--endpoints",
+    "client_backend": "--client",
     "num_examples": "-n/--num-examples",
     "rollouts_per_example": "-r/--rollouts-per-example",
     "max_concurrent": "-c/--max-concurrent",
-    "save_results=False (--no-save)": "--no-save",
+    "sampling_args": "-S/--sampling-args",
+    "env_args": "-a/--env-args",
+    "request_timeout": "--request-timeout",
+    "max_retries": "--max-retries",
+    "save_results": "--save-results/--no-save",
     "output_dir": "-o/--output-dir",
-    "a base URL": "-b/--api-base-url",
-    "client_backend": "--client",
-    "api ": "--api ",
 }
+_FLAG_NAME = re.compile(r"(?<![\w-])(" + "|".join(re.escape(k) for k in _FLAGS) + r")(?!\w)")
 
 
 def _flag_names(message: str) -> str:
-    for name, flag in _FLAGS.items():
-        message = message.replace(name, flag)
-    return message
+    """A library message in the CLI's terms: each setting name becomes the flag that sets it."""
+    return _FLAG_NAME.sub(lambda m: _FLAGS[m.group(1)], message)
 
 
 def _show_config(config: EvalConfig, out: Console, json_output: bool) -> None:

@@ -71,7 +71,7 @@ def resolve_context_tokens(model: str) -> int | None:
 
 def _local_target(model: str, base_url: str | None) -> Target:
     if base_url is not None:
-        raise TargetError(f"a base URL cannot be combined with the local model {model!r}")
+        raise TargetError(f"base_url cannot be combined with the local model {model!r}")
     try:  # fail before loading anything when a package or the model file is missing
         resolve_model_file(model)
         check_server_installed()

@@ -47,6 +47,9 @@ _RESUMABLE = ("env_args", "num_examples", "rollouts_per_example", "seed", "shuff
 PACKAGE_KEYS: dict[str, type] = {"num_examples": int, "rollouts_per_example": int, "sampling_args": dict}
 
 
+RESUME_NEEDS_SAVING = "resume needs saved results; drop save_results=False"
+
+
 class ConfigError(ValueError):
     """Settings that cannot make a run; the message names the setting and what to change."""
 
@@ -203,11 +206,11 @@ class EvalConfig(BaseModel):
 
     def _checked(self) -> EvalConfig:
         if self.output_dir is not None and not self.save_results:
-            raise ConfigError("output_dir and save_results=False (--no-save) contradict each other")
+            raise ConfigError("output_dir and save_results=False contradict each other")
         if self.resume is not False and not self.save_results:
-            raise ConfigError("resume needs saved results; drop save_results=False (--no-save)")
+            raise ConfigError(RESUME_NEEDS_SAVING)
         if is_local_model(self.model) and self.base_url is not None:
-            raise ConfigError(f"a base URL cannot be combined with the local model {self.model!r}")
+            raise ConfigError(f"base_url cannot be combined with the local model {self.model!r}")
         return self
 
     def explain(self) -> list[tuple[str, Any, Source]]:
@@ -308,7 +311,7 @@ def resolve_eval_config(
     resume = explicit.get("resume")
     resume = Path(resume) if isinstance(resume, str) else resume
     if resume is not None and resume is not False and explicit.get("save_results") is False:
-        raise ConfigError("resume needs saved results; drop save_results=False (--no-save)")
+        raise ConfigError(RESUME_NEEDS_SAVING)  # before the run directories are searched
     wanted: dict[str, Any] = {
         k: explicit[k] for k in ("rollouts_per_example", "env_args", "seed", "shuffle") if k in explicit
     }
