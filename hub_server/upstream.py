@@ -18,9 +18,9 @@ Like a devpi or Artifactory "virtual" index, the hub answers for PyPI (``VF_HUB_
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import dataclass
 from html.parser import HTMLParser
+from time import monotonic
 from typing import Any
 from urllib.parse import urldefrag, urljoin
 
@@ -194,7 +194,7 @@ class Upstream:
 
     async def page(self, name: str) -> UpstreamPage | None:
         """The upstream page of the normalised ``name``; None if upstream has no such project."""
-        now = time.monotonic()
+        now = monotonic()
         cached = self._cache.get(name)
         if cached is not None and cached[0] > now:
             return cached[1]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -186,13 +185,18 @@ def test_upstream_failures_are_502_not_an_empty_page(client: TestClient, hub: Hu
     assert client.get("/simple/pkg/").status_code == 502  # PEP 629: an unknown major version
 
 
-def test_upstream_pages_and_misses_are_cached_for_the_ttl(client: TestClient, hub: Hub) -> None:
+def test_upstream_pages_and_misses_are_cached_for_the_ttl(
+    client: TestClient, hub: Hub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cache's clock is driven by the test: a loaded machine cannot expire entries early.
+    now = [1000.0]
+    monkeypatch.setattr("hub_server.upstream.monotonic", lambda: now[0])
     seen = mock_upstream(hub, html_upstream, ttl=0.3)
     for _ in range(3):
         assert client.get("/simple/pkg/").status_code == 200
         assert client.get("/simple/other/").status_code == 404
     assert seen == ["/simple/pkg/", "/simple/other/"]
-    time.sleep(0.35)
+    now[0] += 0.35
     assert client.get("/simple/pkg/").status_code == 200
     assert seen[-1] == "/simple/pkg/" and len(seen) == 3
 
