@@ -9,6 +9,11 @@ default ``max_connections=100`` (``/usr/lib/postgresql/15/bin`` or ``VF_TEST_PG_
 user when run as root). Targets (``--check`` exits 1 on a miss): no non-2xx answer anywhere, and
 p99 < 250 ms at c=64 on SQLite. The hub code comes from ``PYTHONPATH`` if set, so the same script measures
 another checkout (e.g. a ``git worktree`` of the previous commit).
+
+``--baseline DIR`` first measures the hub code in ``DIR`` (a checkout of an earlier commit, e.g.
+``git archive <rev> | tar -x -C DIR``) the same way, then this one, and prints each figure's ratio
+(req/s: this / baseline; p99: baseline / this; above 1 is better), so a speed claim is a ratio
+measured under the same load.
 """
 
 from __future__ import annotations
@@ -143,6 +148,42 @@ def hub(work: Path, database_url: str | None, workers: int) -> Iterator[str]:
             print(f"  (the hub logged {errors} tracebacks)", flush=True)
 
 
+Row = tuple[str, str, int, Result]
+
+
+def measure(args: argparse.Namespace, levels: list[int], pythonpath: str | None) -> list[Row]:
+    """Every (backend, concurrency, endpoint) of ``args`` against the hub code on ``pythonpath``."""
+    saved = os.environ.get("PYTHONPATH")
+    if pythonpath is not None:
+        os.environ["PYTHONPATH"] = pythonpath  # prepare_hub and vf-hub serve inherit it
+    try:
+        rows: list[Row] = []
+        for backend in args.backends.split(","):
+            with tempfile.TemporaryDirectory(prefix="vf-hub-api-bench-") as tmp:
+                work = Path(tmp)
+                with nullcontext() if backend == "sqlite" else postgres(work) as db_url:
+                    workers = 1 if backend == "sqlite" else args.pg_workers
+                    label = f"{backend} ×{workers}"
+                    with hub(work, db_url, workers) as url:
+                        for connections in levels:
+                            for name, path in ENDPOINTS.items():
+                                result = run_wrk(url + path, args.seconds, connections)
+                                rows.append((label, name, connections, result))
+                                print(
+                                    f"{label:<12} {name:<8} c={connections:<4} {result.rps:>8.0f} req/s  "
+                                    f"p50 {result.p50_ms:>7.1f} ms  p99 {result.p99_ms:>8.1f} ms  "
+                                    f"non-2xx {result.non_2xx}  {result.socket_errors}",
+                                    flush=True,
+                                )
+                                time.sleep(1)
+        return rows
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -151,6 +192,7 @@ def main() -> int:
     parser.add_argument("--connections", default="64,256", help="comma-separated concurrency levels")
     parser.add_argument("--backends", default="sqlite,postgres", help="sqlite, postgres or both")
     parser.add_argument("--pg-workers", type=int, default=4)
+    parser.add_argument("--baseline", type=Path, help="a checkout of the code to compare against")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
@@ -158,34 +200,26 @@ def main() -> int:
         return 2
     levels = [int(c) for c in args.connections.split(",")]
     load_before = os.getloadavg()[0]
-    rows: list[tuple[str, str, int, Result]] = []
-    for backend in args.backends.split(","):
-        with tempfile.TemporaryDirectory(prefix="vf-hub-api-bench-") as tmp:
-            work = Path(tmp)
-            with nullcontext() if backend == "sqlite" else postgres(work) as db_url:
-                workers = 1 if backend == "sqlite" else args.pg_workers
-                label = f"{backend} ×{workers}"
-                with hub(work, db_url, workers) as url:
-                    for connections in levels:
-                        for name, path in ENDPOINTS.items():
-                            result = run_wrk(url + path, args.seconds, connections)
-                            rows.append((label, name, connections, result))
-                            print(
-                                f"{label:<12} {name:<8} c={connections:<4} {result.rps:>8.0f} req/s  "
-                                f"p50 {result.p50_ms:>7.1f} ms  p99 {result.p99_ms:>8.1f} ms  "
-                                f"non-2xx {result.non_2xx}  {result.socket_errors}",
-                                flush=True,
-                            )
-                            time.sleep(1)
+    baseline: dict[tuple[str, str, int], Result] = {}
+    if args.baseline is not None:
+        print(f"baseline: {args.baseline}", flush=True)
+        baseline = {(lb, n, c): r for lb, n, c, r in measure(args, levels, str(args.baseline.resolve()))}
+        print("this checkout:", flush=True)
+    rows = measure(args, levels, None)
 
     print(f"\nwrk -t2 -d{args.seconds}s --latency, load average before: {load_before:.1f}\n")
-    print("| backend | endpoint | c | req/s | p50 ms | p99 ms | non-2xx / requests |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    ratio_head = " req/s ratio | p99 ratio |" if baseline else ""
+    print(f"| backend | endpoint | c | req/s | p50 ms | p99 ms | non-2xx / requests |{ratio_head}")
+    print("| --- | --- | --- | --- | --- | --- | --- |" + (" --- | --- |" if baseline else ""))
     ok = True
     for label, name, connections, r in rows:
+        ratios = ""
+        base = baseline.get((label, name, connections))
+        if base is not None:
+            ratios = f" {r.rps / base.rps:.2f}x | {base.p99_ms / r.p99_ms:.2f}x |"
         print(
             f"| {label} | {name} | {connections} | {r.rps:,.0f} | {r.p50_ms:.1f} | {r.p99_ms:.1f} | "
-            f"{r.non_2xx} / {r.requests} |"
+            f"{r.non_2xx} / {r.requests} |{ratios}"
         )
         ok &= r.non_2xx == 0 and not r.socket_errors
         if label.startswith("sqlite") and connections == 64:

@@ -24,10 +24,11 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hub_server import migrate
+from hub_server.api_cache import ApiCache, ApiFastPath
 from hub_server.changes import ChangeCounter, FreshIndex
 from hub_server.context import Hub
 from hub_server.db import plan_pool, split_pool
-from hub_server.routers import api, simple, web
+from hub_server.routers import api, evals, simple, web
 from hub_server.services.errors import HubError
 from hub_server.settings import HubSettings
 from hub_server.simple_index import FastPath
@@ -170,11 +171,15 @@ def create_app(settings: HubSettings | None = None) -> FastAPI:
         return {"status": "ok"}
 
     app.include_router(api.router)
+    app.include_router(evals.router)
     app.include_router(simple.router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(web.router)  # last: its /{owner}/{name} pattern would shadow the rest
     app.add_middleware(RequestGuard, publish_limit=settings.max_request_size)
     app.add_middleware(FastPath, index=hub.index)  # cached index pages skip everything else
+    # anonymous detail/search/resolve answers, keyed by the catalogue counter (reads it per request)
+    app.state.api_cache = ApiCache()
+    app.add_middleware(ApiFastPath, cache=app.state.api_cache, counter=counter)
     # outermost: bring the index cache to the database's change counter before anything reads it
     app.add_middleware(FreshIndex, index=hub.index, counter=counter)
     return app

@@ -12,7 +12,7 @@ from hub_server.auth import AuthError, Principal, authenticate, needs_touch
 from hub_server.blobs import BlobStore, LocalBlobStore
 from hub_server.db import Database
 from hub_server.models import ApiToken, utcnow
-from hub_server.sdk_dist import SdkDist
+from hub_server.sdk_dist import SDK_NAME, SdkDist
 from hub_server.settings import HubSettings
 from hub_server.simple_index import IndexCache
 from hub_server.upstream import Upstream
@@ -40,7 +40,7 @@ class Hub:
             settings=settings,
             db=db,
             blobs=LocalBlobStore(settings.resolved_blob_dir),
-            index=IndexCache(db),
+            index=IndexCache(db, served=frozenset({SDK_NAME})),
             upstream=Upstream(
                 upstream_url, ttl=settings.upstream_ttl_seconds, timeout=settings.upstream_timeout_seconds
             )

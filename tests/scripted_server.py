@@ -7,7 +7,16 @@ Each request is answered by, in order of preference:
 4. the default reply text.
 
 A ``Reply`` can delay, fail with a status (and ``Retry-After``), return a garbage body, drop the
-connection, call tools, stop for length, and return logprobs / token ids (vLLM style). The server records
+connection, call tools, stop for length, and return logprobs / token ids (vLLM style).
+
+With ``tokenize=True`` the server also behaves like vLLM about tokens: it renders each request with a toy
+chat template into byte-level token ids (``toy_prompt_ids``; the reply's ``<think>reasoning</think>``,
+content and tool calls, then an end token, are its completion ids) and answers what the request asks
+for: ``return_token_ids`` → ``prompt_token_ids`` and the choice's ``token_ids``; ``logprobs`` → one
+logprob per completion token, whose token reads ``token_id:<n>`` with ``return_tokens_as_token_ids``.
+``max_tokens`` cuts the completion (``finish_reason`` ``length``), and ``max_model_len`` refuses longer
+prompts with vLLM's 400. Re-rendering an assistant message with its ``reasoning_content`` gives back
+exactly its completion ids, so a conversation's next prompt extends the last prompt + completion. The server records
 every request and the peak number of requests in flight, so tests can check concurrency caps server-side.
 
 Routes: ``/v1/chat/completions``, ``/v1/completions``, ``/v1/responses`` (the Responses API wire format:
@@ -19,7 +28,7 @@ without them (auth and ``api-version`` checks).
 
 Run standalone (used by CLI tests and end-to-end env tests)::
 
-    python tests/scripted_server.py --rules rules.json [--port 0] [--delay 0.01]
+    python tests/scripted_server.py --rules rules.json [--port 0] [--delay 0.01] [--tokenize]
 
 It prints ``PORT <n>`` on stdout once it listens. ``rules.json``:
 ``{"default": "text", "rules": [{"match": "2+2", "content": "\\\\boxed{4}"}]}``.
@@ -70,6 +79,45 @@ def tool_call(name: str, arguments: dict[str, Any] | str, call_id: str | None = 
     }
 
 
+# --- the toy tokenizer of ``tokenize=True``: bytes are ids 0-255, role markers and the end token above --
+TOY_ROLES = {"system": 256, "user": 257, "assistant": 258, "tool": 259}
+TOY_END = 260
+
+
+def _bytes(text: str) -> list[int]:
+    return list(text.encode("utf-8"))
+
+
+def _toy_piece(token: int) -> str:
+    if token < 256:
+        return bytes([token]).decode("utf-8", "replace")
+    return {v: f"<|{k}|>" for k, v in TOY_ROLES.items()}.get(token, "<|end|>")
+
+
+def toy_logprob(token: int) -> float:
+    """The logprob the toy server reports for ``token`` (deterministic, distinct per token)."""
+    return -((token % 7) + 1) / 10
+
+
+def toy_message_ids(message: dict[str, Any]) -> list[int]:
+    """One message under the toy chat template: role marker, ``<think>…</think>`` when the message
+    carries ``reasoning_content``, content, tool calls as JSON, end token."""
+    reasoning = message.get("reasoning_content")
+    content = message.get("content")
+    text = content if isinstance(content, str) else json.dumps(content) if content else ""
+    head = f"<think>{reasoning}</think>" if reasoning else ""
+    calls = json.dumps(message["tool_calls"], sort_keys=True) if message.get("tool_calls") else ""
+    return [TOY_ROLES.get(str(message.get("role")), 257), *_bytes(head + text + calls), TOY_END]
+
+
+def toy_prompt_ids(body: dict[str, Any]) -> list[int]:
+    """A request's prompt ids under the toy template (completions: the prompt's bytes)."""
+    if "prompt" in body:
+        return _bytes(str(body["prompt"]))
+    ids = [t for m in body.get("messages") or [] for t in toy_message_ids(m)]
+    return [*ids, TOY_ROLES["assistant"]]  # the generation prompt
+
+
 @dataclass
 class Rule:
     match: str
@@ -117,8 +165,18 @@ class ScriptedServer:
     required_query: dict[str, str] = field(default_factory=dict)
     in_flight: int = 0
     max_in_flight: int = 0
+    #: Requests served at once (a rate-limited API): beyond it, a 429 with ``Retry-After:
+    #: limit_retry_after``; those requests are not counted in ``in_flight``, and their times
+    #: (``time.monotonic()``) go to ``rejected_at``. ``None``: no limit.
+    concurrency_limit: int | None = None
+    limit_retry_after: str = "0.05"
+    rejected_at: list[float] = field(default_factory=list)
     #: Seconds ``GET /models`` waits before answering (a slow or silent endpoint check).
     models_delay: float = 0.0
+    #: Behave like vLLM about tokens (see the module docstring).
+    tokenize: bool = False
+    #: With ``tokenize``: prompts longer than this many tokens get vLLM's 400 (``None``: no limit).
+    max_model_len: int | None = None
     _queue: deque[Reply] = field(default_factory=deque)
     _thread: threading.Thread | None = None
     _loop: asyncio.AbstractEventLoop | None = None
@@ -156,7 +214,63 @@ class ScriptedServer:
                 return Reply(content=rule.content, delay=self.delay)
         return Reply(content=self.default, delay=self.delay)
 
+    def _tokenized_body(self, body: dict[str, Any], reply: Reply, chat: bool) -> dict[str, Any]:
+        """``tokenize=True``: a completion whose token fields are what the request asked for."""
+        prompt_ids = toy_prompt_ids(body)
+        reasoning = reply.reasoning if chat else None
+        head = f"<think>{reasoning}</think>" if reasoning else ""
+        calls = json.dumps(reply.tool_calls, sort_keys=True) if reply.tool_calls else ""
+        completion_ids = [*_bytes(head + (reply.content or "") + calls), *([TOY_END] if chat else [])]
+        finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+        content, tool_calls = reply.content, reply.tool_calls
+        limit = body.get("max_tokens") or body.get("max_completion_tokens")
+        if isinstance(limit, int) and len(completion_ids) > limit:
+            completion_ids, finish, tool_calls = completion_ids[:limit], "length", None
+            text = bytes(t for t in completion_ids if t < 256).decode("utf-8", "ignore")
+            if reasoning:
+                reasoning, _, content = text.removeprefix("<think>").partition("</think>")
+            else:
+                content = text
+        choice: dict[str, Any] = {"index": 0, "finish_reason": finish}
+        if chat:
+            msg: dict[str, Any] = {"role": "assistant", "content": content}
+            if tool_calls:
+                msg["tool_calls"] = tool_calls
+            if reasoning:
+                msg["reasoning_content"] = reasoning
+            choice["message"] = msg
+        else:
+            choice["text"] = content or ""
+        if body.get("logprobs"):
+            as_ids = bool(body.get("return_tokens_as_token_ids"))
+            toks = [f"token_id:{t}" if as_ids else _toy_piece(t) for t in completion_ids]
+            lps = [toy_logprob(t) for t in completion_ids]
+            if chat:
+                choice["logprobs"] = {
+                    "content": [{"token": t, "logprob": lp} for t, lp in zip(toks, lps, strict=True)]
+                }
+            else:
+                choice["logprobs"] = {"tokens": toks, "token_logprobs": lps}
+        out: dict[str, Any] = {
+            "id": f"cmpl-{len(self.requests)}",
+            "object": "chat.completion" if chat else "text_completion",
+            "created": int(time.time()),
+            "model": body.get("model", "scripted"),
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": len(prompt_ids),
+                "completion_tokens": len(completion_ids),
+                "total_tokens": len(prompt_ids) + len(completion_ids),
+            },
+        }
+        if body.get("return_token_ids"):
+            out["prompt_token_ids"] = prompt_ids
+            choice["token_ids"] = completion_ids
+        return out
+
     def _completion_body(self, body: dict[str, Any], reply: Reply, chat: bool) -> dict[str, Any]:
+        if self.tokenize:
+            return self._tokenized_body(body, reply, chat)
         content = reply.content or ""
         words = content.split()
         n_completion = reply.completion_tokens if reply.completion_tokens is not None else max(1, len(words))
@@ -300,9 +414,19 @@ class ScriptedServer:
         except ValueError:
             return web.json_response({"error": {"message": "invalid JSON"}}, status=400)
         with self._lock:
-            self.requests.append(body)
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            limited = self.concurrency_limit is not None and self.in_flight >= self.concurrency_limit
+            if limited:
+                self.rejected_at.append(time.monotonic())
+            else:
+                self.requests.append(body)
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        if limited:
+            return web.json_response(
+                {"error": {"message": "rate limited: too many concurrent requests"}},
+                status=429,
+                headers={"Retry-After": self.limit_retry_after},
+            )
         try:
             reply = await self._pick(body)
             if reply.delay:
@@ -319,6 +443,14 @@ class ScriptedServer:
                 return web.json_response(
                     {"error": {"message": reply.error_message}}, status=reply.status, headers=headers
                 )
+            if self.tokenize and self.max_model_len is not None and not responses:
+                n = len(toy_prompt_ids(body))
+                if n > self.max_model_len:
+                    message = (
+                        f"This model's maximum context length is {self.max_model_len} tokens. "
+                        f"However, your request has {n} input tokens."
+                    )
+                    return web.json_response({"error": {"message": message}}, status=400)
             if responses:
                 return web.json_response(self._responses_body(body, reply))
             return web.json_response(self._completion_body(body, reply, chat))
@@ -411,9 +543,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--delay", type=float, default=0.0)
     ap.add_argument("--default", default=None)
+    ap.add_argument("--tokenize", action="store_true", help="behave like vLLM about tokens")
     args = ap.parse_args(argv)
     default, rules = load_rules(args.rules) if args.rules else ("ok", [])
-    server = ScriptedServer(rules=rules, default=args.default or default, delay=args.delay, port=args.port)
+    server = ScriptedServer(
+        rules=rules, default=args.default or default, delay=args.delay, port=args.port, tokenize=args.tokenize
+    )
 
     async def serve() -> None:
         await server.start_async()

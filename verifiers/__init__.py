@@ -59,6 +59,10 @@ _EXPORTS: dict[str, str] = {
     "ModelResponse": "verifiers.types",
     "Messages": "verifiers.types",
     "ChatMessage": "verifiers.types",
+    "TrajectoryStep": "verifiers.types",
+    "TokenSample": "verifiers.types",
+    # token trajectories
+    "token_samples": "verifiers.trajectory",
 }
 _SUBMODULES = ("errors", "types", "envs", "rubrics", "parsers", "clients", "data", "eval", "sandbox", "hub")
 
@@ -116,6 +120,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs; no runtime cost
         compute_advantages as compute_advantages,
         group_reward as group_reward,
     )
+    from verifiers.trajectory import token_samples as token_samples
     from verifiers.types import (
         ChatMessage as ChatMessage,
         Messages as Messages,
@@ -123,4 +128,6 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs; no runtime cost
         RolloutResult as RolloutResult,
         RunMetadata as RunMetadata,
         State as State,
+        TokenSample as TokenSample,
+        TrajectoryStep as TrajectoryStep,
     )

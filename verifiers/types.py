@@ -51,12 +51,22 @@ class SamplingArgs(TypedDict, total=False):
 
 MessageType = Literal["chat", "completion"]
 
+#: What a model request asks an OpenAI-compatible (vLLM) server to return about tokens
+#: (``verifiers.clients.sampling.token_request_args`` turns it into request fields):
+#:
+#: - ``"none"``: nothing extra (whatever the server sends anyway is still recorded);
+#: - ``"token_ids"``: vLLM's ``return_token_ids`` (→ ``prompt_token_ids`` and each choice's ``token_ids``);
+#: - ``"logprobs"``: ``logprobs`` with vLLM's ``return_tokens_as_token_ids`` (→ per-token logprobs whose
+#:   tokens read ``token_id:<n>``; no prompt ids);
+#: - ``"both"``: all three fields — prompt ids, completion ids and logprobs, what a trainer needs.
+ReturnTokens = Literal["none", "token_ids", "logprobs", "both"]
+
 
 class State(dict[str, Any]):
     """Everything one rollout knows, as a dict so environments and reward functions can add keys.
 
     Well-known keys (always present once a rollout has started): ``example_id``, ``rollout_index``,
-    ``task``, ``prompt``, ``completion``, ``answer``, ``info``, ``turns``, ``usage``, ``timing``,
+    ``task``, ``prompt``, ``completion``, ``answer``, ``info``, ``turns``, ``trajectory``, ``usage``, ``timing``,
     ``error``, ``stop_condition``, ``is_truncated``, ``reward``, ``metrics``.
     """
 
@@ -115,6 +125,50 @@ class TurnInfo(BaseModel):
     finish_reason: str | None = None
 
 
+class TrajectoryStep(BaseModel):
+    """One model call of a rollout, as a trainer sees it (``RolloutResult.trajectory``).
+
+    Lists are aligned: ``len(prompt_mask) == len(prompt_ids)``; ``completion_mask`` and (when the server
+    gave them) ``completion_logprobs`` have ``len(completion_ids)`` entries. A mask entry is 1 for a token
+    the loss may train on and 0 for one it must not: prompt tokens are 0, the model's sampled tokens 1.
+
+    ``extends_previous`` says whether this call's ``prompt_ids`` start with the previous step's
+    ``prompt_ids + completion_ids`` token for token (always ``False`` on the first step). When every step
+    extends the last, the rollout is one **interleaved** sequence (``verifiers.trajectory.token_samples``);
+    otherwise its steps are **branching** samples.
+
+    ``is_truncated``: the completion was cut (the server stopped at ``max_tokens``, or ``max_seq_len``
+    cut it); ``overlong_prompt``: the prompt alone exceeded ``max_seq_len`` (its ids are cut to it and the
+    completion is empty).
+    """
+
+    prompt_ids: list[int]
+    prompt_mask: list[int]
+    completion_ids: list[int]
+    completion_mask: list[int]
+    completion_logprobs: list[float] | None = None
+    finish_reason: str | None = None
+    is_truncated: bool = False
+    overlong_prompt: bool = False
+    extends_previous: bool = False
+
+
+class TokenSample(BaseModel):
+    """One training sequence made from a rollout's trajectory (``verifiers.trajectory.token_samples``):
+    ``prompt_ids + completion_ids`` is the sequence, and ``completion_mask`` marks the tokens the loss
+    trains on (the model's, 1) apart from the environment's tokens merged in between turns (0).
+    ``completion_logprobs`` holds the inference logprob of each completion token (0.0 for environment
+    tokens), or ``None`` when a merged step had none. ``steps`` lists the trajectory steps it covers."""
+
+    prompt_ids: list[int]
+    prompt_mask: list[int]
+    completion_ids: list[int]
+    completion_mask: list[int]
+    completion_logprobs: list[float] | None = None
+    is_truncated: bool = False
+    steps: list[int] = Field(default_factory=list)
+
+
 class Usage(BaseModel):
     """Token usage: a client's running totals, a rollout's ``usage`` (kept in ``State`` as this model's
     dict, ``{"prompt_tokens": …, "completion_tokens": …}``, for speed) and a run's totals in metadata."""
@@ -155,6 +209,11 @@ class RolloutResult(BaseModel):
     timing: TimingInfo
     env_id: str
     env_version: str
+    #: Per model call that returned prompt and completion ids (empty otherwise, and in rows written
+    #: before trajectories existed).
+    trajectory: list[TrajectoryStep] = Field(default_factory=list)
+    #: The rollout's advantage, when a trainer computed one (``verifiers.training``); ``None`` in evals.
+    advantage: float | None = None
 
 
 class RunCounts(BaseModel):
@@ -203,6 +262,7 @@ __all__ = [
     "MessageType",
     "Messages",
     "ModelResponse",
+    "ReturnTokens",
     "RolloutResult",
     "Row",
     "RunCounts",
@@ -211,6 +271,8 @@ __all__ = [
     "SamplingArgs",
     "State",
     "TimingInfo",
+    "TokenSample",
+    "TrajectoryStep",
     "TurnInfo",
     "Usage",
 ]

@@ -7,25 +7,30 @@ driven into a state change from another site.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from html import escape
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlencode, urlsplit
 
 import nh3
-from fastapi import APIRouter, Form, Query, Request
+from fastapi import APIRouter, Form, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 from markdown_it.utils import OptionsDict
 
-from hub_server import schemas, services
+from hub_server import eval_view, schemas, services
 from hub_server.auth import COOKIE_NAME, AuthError
 from hub_server.deps import HubDep, PrincipalDep, SessionDep
 from hub_server.releases import latest_version, sorted_versions
+from hub_server.services import runs
+from verifiers.hub import wire
+from verifiers.hub.packaging import normalize_name
 
 router = APIRouter(include_in_schema=False)
 
@@ -33,7 +38,7 @@ CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'"
 )
-_SECURITY_HEADERS = {
+SECURITY_HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
@@ -100,7 +105,7 @@ def _render(request: Request, template: str, status_code: int = 200, **context: 
     response: HTMLResponse = templates.TemplateResponse(
         request, template, {"base_url": _base_url(request), **context}, status_code=status_code
     )
-    response.headers.update(_SECURITY_HEADERS)
+    response.headers.update(SECURITY_HEADERS)
     return response
 
 
@@ -217,8 +222,138 @@ def environment_page(
         files=[schemas.file_out(env, f) for f in current.files] if current else [],
         readme=render_readme(current.readme, current.readme_content_type) if current else "",
         evals=services.list_evals(session, env),
+        board=runs.leaderboard(session, principal, owner, name),
         install_vf=f"vf-install {env.full_name}" + (f"@=={current.version}" if current and version else ""),
         install_pip=f"pip install --index-url {base}/simple/ {env.name}"
         + (f"=={current.version}" if current and version else ""),
         principal=principal,
     )
+
+
+ErrorFilter = Literal["", "none", "any", "model", "infra", "env", "scoring"]
+
+
+@dataclass(frozen=True)
+class RolloutFilters:
+    """The rollout table's filters, as the eval page's form sends them (empty fields mean no filter)."""
+
+    min_reward: float | None
+    max_reward: float | None
+    error: str | None
+    example_id: int | None
+    page: int
+
+    def query(self, **change: Any) -> str:
+        values = {**self.__dict__, **change}
+        return urlencode(
+            {k: v for k, v in values.items() if v not in (None, "") and not (k == "page" and v == 1)}
+        )
+
+
+def _number(text: str, name: str, kind: type[float] | type[int]) -> Any:
+    if not text.strip():
+        return None
+    try:
+        value = kind(text)
+    except ValueError:
+        raise services.HubError(422, f"{name} must be a number") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise services.HubError(422, f"{name} must be a finite number")
+    return value
+
+
+def rollout_filters(
+    min_reward: str, max_reward: str, error: str, example_id: str, page: int
+) -> RolloutFilters:
+    example = _number(example_id, "example", int)
+    if example is not None and not 0 <= example < 2**31:
+        raise services.HubError(422, "example must be a non-negative integer")
+    return RolloutFilters(
+        _number(min_reward, "min reward", float),
+        _number(max_reward, "max reward", float),
+        error or None,
+        example,
+        page,
+    )
+
+
+def eval_page_context(
+    run: wire.EvalRunInfo,
+    records: list[dict[str, Any]],
+    rollouts: wire.RolloutPage,
+    filters: RolloutFilters,
+    *,
+    base: str,
+    sort: eval_view.ExampleSort,
+) -> dict[str, Any]:
+    """The template context of ``eval_run.html`` (the hub's page and the local viewer's)."""
+    pages = max(1, -(-rollouts.total // rollouts.per_page))
+
+    def link(query: str) -> str:
+        return f"{base or '/'}?{query}#rollouts"
+
+    return {
+        "run": run,
+        "base": base,
+        "histogram": eval_view.histogram_svg(eval_view.scored_rewards(records)),
+        "errors": eval_view.error_breakdown(records),
+        "examples": eval_view.example_rows(records, sort),
+        "examples_truncated": len(records) >= runs.OVERVIEW_LIMIT,
+        "sort": sort,
+        "rollouts": rollouts,
+        "filters": filters,
+        "prev_url": link(filters.query(page=filters.page - 1)) if filters.page > 1 else None,
+        "next_url": link(filters.query(page=filters.page + 1)) if filters.page < pages else None,
+    }
+
+
+@router.get("/{owner}/{name}/evals/{run_id}", response_class=HTMLResponse)
+def eval_page(
+    request: Request,
+    owner: str,
+    name: str,
+    run_id: Annotated[int, Path(ge=1, le=2**31 - 1)],
+    session: SessionDep,
+    principal: PrincipalDep,
+    sort: eval_view.ExampleSort = "example",
+    min_reward: Annotated[str, Query(max_length=40)] = "",
+    max_reward: Annotated[str, Query(max_length=40)] = "",
+    error: ErrorFilter = "",
+    example_id: Annotated[str, Query(max_length=12)] = "",
+    page: Annotated[int, Query(ge=1, le=100_000)] = 1,
+) -> HTMLResponse:
+    run, records = runs.run_overview(session, principal, owner, name, run_id)  # 404 unless visible
+    filters = rollout_filters(min_reward, max_reward, error, example_id, page)
+    rollouts = runs.list_rollouts(
+        session,
+        principal,
+        run_id,
+        min_reward=filters.min_reward,
+        max_reward=filters.max_reward,
+        error=filters.error,
+        example_id=filters.example_id,
+        page=page,
+        per_page=50,
+    )
+    context = eval_page_context(run, records, rollouts, filters, base=run.url, sort=sort)
+    return _render(request, "eval_run.html", env_url=f"/{run.environment}", principal=principal, **context)
+
+
+@router.get(
+    "/{owner}/{name}/evals/{run_id}/rollouts/{example_id}/{rollout_index}", response_class=HTMLResponse
+)
+def rollout_page(
+    request: Request,
+    owner: str,
+    name: str,
+    run_id: Annotated[int, Path(ge=1, le=2**31 - 1)],
+    example_id: Annotated[int, Path(ge=0, le=2**31 - 1)],
+    rollout_index: Annotated[int, Path(ge=0, le=10**6)],
+    session: SessionDep,
+    principal: PrincipalDep,
+) -> HTMLResponse:
+    run = runs.get_run(session, principal, run_id)
+    if run.environment != f"{owner.lower()}/{normalize_name(name)}":
+        raise services.HubError(404, f"eval run {run_id} of {owner}/{name} not found (or not visible to you)")
+    rollout = runs.get_rollout(session, principal, run_id, example_id, rollout_index)
+    return _render(request, "rollout.html", run=run, r=rollout, base=run.url, principal=principal)

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from hub_server import schemas
 from hub_server.auth import Principal
+from hub_server.changes import bump_catalogue
 from hub_server.context import Hub
 from hub_server.models import DownloadEvent, Environment, EnvironmentTag, File, Owner
 from hub_server.services.errors import HubError, not_found
@@ -182,5 +183,6 @@ def record_download(hub: Hub, download: Download, client: str) -> bool:
                 .where(Environment.id == download.environment_id)
                 .values(download_count=Environment.download_count + 1)
             )
+            bump_catalogue(session)  # the count shows in the JSON API's cached answers
             session.execute(delete(DownloadEvent).where(DownloadEvent.day < today - timedelta(days=1)))
     return counted

@@ -7,6 +7,7 @@ from sqlalchemy.orm import Session
 
 from hub_server import schemas
 from hub_server.auth import Principal
+from hub_server.changes import bump_catalogue
 from hub_server.context import Hub
 from hub_server.models import Environment, EnvironmentTag, Star, utcnow
 from hub_server.services.errors import HubError
@@ -55,6 +56,8 @@ def update_environment(
         if body.visibility is not None and body.visibility != env.visibility:
             env.visibility = body.visibility
             bump_generation(session)
+        else:
+            bump_catalogue(session)  # description, tags, updated_at show in the JSON API
         env.updated_at = utcnow()
         env_id = env.id
     hub.index.clear()
@@ -118,4 +121,5 @@ def set_star(hub: Hub, principal: Principal | None, owner: str, name: str, starr
         session.flush()
         count = session.scalar(select(func.count()).where(Star.environment_id == env.id)) or 0
         env.star_count = count
+        bump_catalogue(session)
         return schemas.StarOut(starred=starred, stars=count)

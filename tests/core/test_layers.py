@@ -22,6 +22,7 @@ LAYERS: dict[str, int] = {
     "_exports": 0,
     "sandbox": 1,
     "hub": 1,
+    "trajectory": 1,
     "parsers": 2,
     "clients": 2,
     "data": 2,

@@ -95,7 +95,12 @@ def test_root_lists_projects(client: TestClient, actors: Actors) -> None:
     assert client.get("/simple/", headers=JSON_ACCEPT).json()["projects"] == [
         {"name": "demo-env"},
         {"name": "math-env"},
+        {"name": "verifiers-sdk"},  # the hub serves the SDK itself, so the root lists it
     ]
+    assert '<a href="/simple/verifiers-sdk/">verifiers-sdk</a>' in root.text
+    # signed in, the listing is rendered per caller: the SDK is still there
+    signed_in = client.get("/simple/", headers={**JSON_ACCEPT, **Actors.auth(actors.alice_read)})
+    assert {"name": "verifiers-sdk"} in signed_in.json()["projects"]
     assert client.get("/simple/", headers={"Accept": "application/xml"}).status_code == 406
 
 

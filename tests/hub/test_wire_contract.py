@@ -19,7 +19,13 @@ from pydantic import BaseModel
 from tests.hub._dists import Dist
 from tests.hub.conftest import Actors, LiveHub
 from verifiers.hub.client import HubClient, HubClientError
-from verifiers.hub.wire import Problem
+from verifiers.hub.wire import (
+    EvalRunCreate,
+    MessageRecord,
+    Problem,
+    RolloutRecord,
+    ToolCallRecord,
+)
 
 M = TypeVar("M", bound=BaseModel)
 #: Methods that build URLs or manage the connection, without asking the hub anything.
@@ -70,7 +76,41 @@ def test_every_client_method_parses_real_hub_answers(
         "yank": lambda: hub.yank("alice", "demo-env", "0.1.0", reason="broken"),
         "unyank": lambda: hub.unyank("alice", "demo-env", "0.1.0"),
         "download": lambda: hub.download(wheel_file, tmp_path / "downloads"),
+        # eval runs: create, upload a chunk, resume keys, finalize, then every read
+        "create_run": lambda: hub.create_run("alice", "demo-env", run_body),
+        "upload_rollouts": lambda: hub.upload_rollouts(results["create_run"].id, [rollout]),
+        "rollout_keys": lambda: hub.rollout_keys(results["create_run"].id),
+        "finalize_run": lambda: hub.finalize_run(results["create_run"].id),
+        "run": lambda: hub.run(results["create_run"].id),
+        "runs": lambda: hub.runs("alice", "demo-env", version="0.1.0", model="m"),
+        "rollouts": lambda: hub.rollouts(results["create_run"].id, min_reward=0.5, error="none"),
+        "rollout": lambda: hub.rollout(results["create_run"].id, 0, 0),
+        "leaderboard": lambda: hub.leaderboard("alice", "demo-env", pick="latest"),
     }
+    run_body = EvalRunCreate(
+        run_key="wire-contract-run",
+        version="0.1.0",
+        content_hash=published.content_hash,
+        model="m",
+        num_examples=1,
+        rollouts_per_example=1,
+        visibility="public",
+    )
+    rollout = RolloutRecord(
+        example_id=0,
+        rollout_index=0,
+        prompt=[MessageRecord(role="user", content="q")],
+        completion=[
+            MessageRecord(
+                role="assistant",
+                content=None,
+                tool_calls=[ToolCallRecord(id="c1", name="calc", arguments='{"x": 1}')],
+            ),
+            MessageRecord(role="tool", content="2", tool_call_id="c1"),
+        ],
+        reward=1.0,
+        metrics={"exact": 1.0},
+    )
     results: dict[str, Any] = {"publish": published}
     bodies: dict[str, bytes] = {"publish": recorder.exchanges[-1].body}
     for name, call in calls.items():

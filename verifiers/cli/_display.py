@@ -37,6 +37,12 @@ def _errors_text(errors: Mapping[str, int]) -> str:
     return ", ".join(f"{cat} {n}" for cat, n in sorted(errors.items())) or "none"
 
 
+def _cap(p: RunProgress) -> str:
+    """The adaptive concurrency cap, when the run has one (it moves with the endpoint's push-back)."""
+    text = p.cap_text
+    return f" / {text}" if text else ""
+
+
 class ProgressDisplay:
     """Renders a ``RunProgress`` live until ``stop()``; use as ``async with``."""
 
@@ -56,7 +62,7 @@ class ProgressDisplay:
         pct = f" ({100 * p.generated / p.total:.0f}%)" if p.total else ""
         return (
             f"{self.title}: {p.generated}/{p.total} rollouts{pct}, {p.done} scored, {p.rate:.2f}/s, "
-            f"mean reward {fmt_reward(p.mean_reward)}, in flight {p.in_flight}, "
+            f"mean reward {fmt_reward(p.mean_reward)}, in flight {p.in_flight}{_cap(p)}, "
             f"retrying {p.retries_in_flight}, errors: {_errors_text(p.errors)}{self._waiting_text()}"
         )
 
@@ -79,7 +85,7 @@ class ProgressDisplay:
         info = Table.grid(padding=(0, 2))
         info.add_row(
             Text.assemble(("mean reward ", "dim"), (fmt_reward(p.mean_reward), "bold cyan")),
-            Text.assemble(("in flight ", "dim"), str(p.in_flight)),
+            Text.assemble(("in flight ", "dim"), str(p.in_flight), (_cap(p), "dim")),
             Text.assemble(("retries in flight ", "dim"), (str(retrying), "yellow" if retrying else "")),
             Text.assemble(("errors ", "dim"), (_errors_text(p.errors), "red" if p.errors else "")),
         )

@@ -80,6 +80,12 @@ def _normalize_argv(argv: list[str]) -> list[str]:
                 i += 2
                 continue
             out.append("--resume=")
+        elif arg == "--ray":  # an optional ADDRESS: only a word that looks like one
+            if nxt is not None and (nxt in ("auto", "local") or ":" in nxt):
+                out.append(f"--ray={nxt}")
+                i += 2
+                continue
+            out.append("--ray=local")
         elif arg == "@" and nxt is not None:
             out.append(f"--suite={nxt}")
             i += 2
@@ -236,12 +242,21 @@ def eval_command(
         ),
     ] = None,
     max_concurrent: Annotated[
-        int | None,
+        str | None,
         typer.Option(
             "-c",
             "--max-concurrent",
-            min=1,
-            help="Rollouts in flight at once [default: 32].",
+            metavar="N|auto|FLOOR:CEIL",
+            help="Rollouts in flight at once; auto (or FLOOR:CEIL) adapts to the endpoint: additive increase, halved on 429, 503 and timeouts [default: 32].",
+            show_default=False,
+        ),
+    ] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="[ADDRESS]",
+            help="Run the rollouts on Ray actors (one per node): without ADDRESS a Ray instance started here; auto, ray://HOST:10001 or a head HOST:PORT joins a cluster. Needs the ray extra.",
             show_default=False,
         ),
     ] = None,
@@ -364,6 +379,32 @@ def eval_command(
             show_default=False,
         ),
     ] = None,
+    return_tokens: Annotated[
+        str | None,
+        typer.Option(
+            "--return-tokens",
+            metavar="none|token_ids|logprobs|both",
+            help="Ask a vLLM server for tokens: token_ids sends return_token_ids (prompt and completion ids), logprobs sends logprobs with return_tokens_as_token_ids, both sends all three (what a trainer needs) [default: none].",
+            show_default=False,
+        ),
+    ] = None,
+    interleaved_thinking: Annotated[
+        bool | None,
+        typer.Option(
+            "--interleaved-thinking/--drop-thinking",
+            help="Send earlier turns' reasoning (reasoning_content, <think> text) back to the model, or drop it from later requests [default: the environment's; keep].",
+            show_default=False,
+        ),
+    ] = None,
+    max_seq_len: Annotated[
+        int | None,
+        typer.Option(
+            "--max-seq-len",
+            min=1,
+            help="Token budget of one model call's prompt + completion: a prompt that no longer fits ends the rollout as truncated [default: the environment's; none].",
+            show_default=False,
+        ),
+    ] = None,
     dry_run: Annotated[
         bool,
         typer.Option("--dry-run", help="Print the resolved settings and where each came from, and exit."),
@@ -393,6 +434,13 @@ def eval_command(
             show_default=False,
         ),
     ] = None,
+    push: Annotated[
+        bool,
+        typer.Option(
+            "--push",
+            help="When the run has finished, upload it to the hub as a private eval run (like vf-push --results RUN_DIR).",
+        ),
+    ] = False,
 ) -> None:
     setup_logging(verbose)
     out = Console(stderr=json_output)
@@ -424,6 +472,7 @@ def eval_command(
         "num_examples": num_examples,
         "rollouts_per_example": rollouts_per_example,
         "max_concurrent": max_concurrent,
+        "ray": ray,
         "sampling_args": {**shortcuts, **(sampling_d or {})} or None,
         "seed": seed,
         "shuffle": True if shuffle else None,
@@ -433,6 +482,9 @@ def eval_command(
         "save_results": save_results,
         "output_dir": output_dir,
         "resume": (Path(resume) if resume else True) if resume is not None else None,
+        "return_tokens": return_tokens,
+        "interleaved_thinking": interleaved_thinking,
+        "max_seq_len": max_seq_len,
     }
     if suite is not None:
         if env_id is not None:
@@ -448,7 +500,13 @@ def eval_command(
     if dry_run:
         _show_config(config, out, json_output)
         return
+    if push and (not config.save_results or config.output_dir is None):
+        fail("--push uploads the saved run directory; it cannot be combined with --no-save")
     _run_and_report(config, out, json_output, verbose)
+    if push and config.output_dir is not None:
+        from verifiers.cli.push import push_results
+
+        push_results(Path(config.output_dir), err=json_output)
 
 
 def _resolve(env_id: str, layers: list[tuple[str, dict[str, Any]]]) -> EvalConfig:
@@ -485,6 +543,9 @@ _FLAGS = {
     "max_retries": "--max-retries",
     "save_results": "--save-results/--no-save",
     "output_dir": "-o/--output-dir",
+    "return_tokens": "--return-tokens",
+    "interleaved_thinking": "--interleaved-thinking/--drop-thinking",
+    "max_seq_len": "--max-seq-len",
 }
 _FLAG_NAME = re.compile(r"(?<![\w-])(" + "|".join(re.escape(k) for k in _FLAGS) + r")(?!\w)")
 

@@ -1,4 +1,8 @@
-"""``vf-push [PATH]``: build an environment package (PEP 517, ``python -m build``) and publish it to the hub."""
+"""``vf-push [PATH]``: build an environment package (PEP 517, ``python -m build``) and publish it to the hub.
+
+``vf-push --results RUN_DIR`` uploads a finished eval run instead (``verifiers.hub.results``: truncation
+limits, chunks, resume); ``vf-eval … --push`` calls ``push_results`` when its run has finished.
+"""
 
 from __future__ import annotations
 
@@ -41,14 +45,58 @@ def build_distributions(project: Path, outdir: Path, *, isolation: bool = True) 
     return wheels[0], sdists[0]
 
 
+def push_results(
+    run_dir: Path,
+    *,
+    owner: str | None = None,
+    visibility: Literal["public", "private"] = "private",
+    url: str | None = None,
+    token: str | None = None,
+    err: bool = False,
+) -> None:
+    """Upload the run in ``run_dir`` to the hub and print where it is (on stderr if ``err``: after
+    ``vf-eval --json`` stdout holds the summary); a failure exits with a message."""
+    from verifiers.hub.results import push_run
+
+    with HubClient(url=url, token=token) as client:
+        if not client.token:
+            fail("no hub token: set VF_HUB_TOKEN, pass --token, or run `vf-hub login`")
+        try:
+            pushed = push_run(client, run_dir, owner=owner, visibility=visibility)
+        except HubClientError as exc:
+            fail(f"pushing {run_dir}: {exc}", EXIT_FAILED)
+    run = pushed.run
+    resumed = f", {pushed.already_there} already there" if pushed.already_there else ""
+    typer.echo(
+        f"pushed eval run {run.id} of {run.environment} {run.version} ({run.model}, {run.visibility}): "
+        f"{pushed.sent} rollouts sent{resumed}",
+        err=err,
+    )
+    if run.avg_reward is not None:
+        ci = f" ± {run.reward_ci95:.3f}" if run.reward_ci95 is not None else ""
+        typer.echo(f"  mean reward {run.avg_reward:.3f}{ci} over {run.scored_count} scored rollouts", err=err)
+    typer.echo(f"  {pushed.url}", err=err)
+
+
 @app.command()
 def push(
     path: Annotated[
         Path, typer.Argument(help="Environment project directory (holds pyproject.toml).")
     ] = Path("."),
+    results: Annotated[
+        Path | None,
+        typer.Option(
+            "--results",
+            metavar="RUN_DIR",
+            help="Upload this finished eval run directory (private unless --visibility public) instead of "
+            "publishing a package.",
+            show_default=False,
+        ),
+    ] = None,
     owner: Annotated[str | None, typer.Option(help="Namespace to publish to (default: your user).")] = None,
     visibility: Annotated[
-        Literal["public", "private"] | None, typer.Option(help="Set the environment's visibility.")
+        Literal["public", "private"] | None,
+        typer.Option(help="Set the environment's visibility (with --results: the run's; default private)."),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Build and check, but do not upload.")] = False,
     url: Annotated[str | None, typer.Option(help="Hub URL (default: VF_HUB_URL or `vf-hub login`).")] = None,
@@ -63,6 +111,11 @@ def push(
     ] = None,
 ) -> None:
     """Build PATH's wheel and sdist and publish them as a new version on the hub."""
+    if results is not None:
+        if dry_run:
+            fail("--dry-run builds a package; it does not apply to --results")
+        push_results(results, owner=owner, visibility=visibility or "private", url=url, token=token)
+        return
     project = path.resolve()
     if not (project / "pyproject.toml").is_file():
         fail(f"{project} has no pyproject.toml; run vf-push in an environment project (see vf-init)")

@@ -25,6 +25,10 @@ def _error_body(raw: bytes) -> Any:
 
 
 class AiohttpTransport:
+    #: The session's ``ClientTimeout(total=timeout)`` bounds every attempt, so ``Client`` need not wrap
+    #: each one in ``asyncio.timeout`` (a timer and a task lookup per request) unless less time is left.
+    bounds_attempts = True
+
     def __init__(
         self,
         roots: Sequence[str],

@@ -76,6 +76,23 @@ def _prompt_ids(body: dict[str, Any], choice: dict[str, Any]) -> list[int] | Non
     return list(ids) if isinstance(ids, list) else None
 
 
+def _completion_ids(
+    choice: dict[str, Any], from_logprobs: list[int] | None, logprobs: list[float] | None
+) -> list[int] | None:
+    """The sampled ids: ``return_token_ids``'s ``token_ids`` if given, else those of ``token_id:<n>``
+    logprob tokens. Both forms and the logprobs must describe the same tokens, or the response cannot be
+    trained on: that is a bad response, not something to guess around."""
+    given = choice.get("token_ids")
+    ids = list(given) if isinstance(given, list) else from_logprobs
+    if ids is not None and logprobs is not None and len(ids) != len(logprobs):
+        raise InvalidResponseError(
+            f"the server returned {len(ids)} completion token ids but {len(logprobs)} logprobs"
+        )
+    if from_logprobs is not None and ids is not from_logprobs and ids != from_logprobs:
+        raise InvalidResponseError("the server's token_ids and its token_id:<n> logprob tokens disagree")
+    return ids
+
+
 def decode_chat(body: Any, endpoint: str | None = None) -> ModelResponse:
     choice = _first_choice(body)
     message = choice.get("message")
@@ -94,7 +111,7 @@ def decode_chat(body: Any, endpoint: str | None = None) -> ModelResponse:
     if reasoning:
         out["reasoning_content"] = reasoning
     logprobs, ids_from_logprobs = _chat_logprobs(choice)
-    completion_ids = choice.get("token_ids")
+    completion_ids = _completion_ids(choice, ids_from_logprobs, logprobs)
     p, c = _usage(body)
     return ModelResponse(
         message=out,
@@ -102,7 +119,7 @@ def decode_chat(body: Any, endpoint: str | None = None) -> ModelResponse:
         prompt_tokens=p,
         completion_tokens=c,
         prompt_ids=_prompt_ids(body, choice),
-        completion_ids=list(completion_ids) if isinstance(completion_ids, list) else ids_from_logprobs,
+        completion_ids=completion_ids,
         completion_logprobs=logprobs,
         endpoint=endpoint,
     )
@@ -114,7 +131,7 @@ def decode_completion(body: Any, endpoint: str | None = None) -> ModelResponse:
     if not isinstance(text, str) or not text:
         raise EmptyResponseError(f"model returned empty text (finish_reason={choice.get('finish_reason')!r})")
     logprobs, ids_from_logprobs = _completion_logprobs(choice)
-    completion_ids = choice.get("token_ids")
+    completion_ids = _completion_ids(choice, ids_from_logprobs, logprobs)
     p, c = _usage(body)
     return ModelResponse(
         message={"role": "assistant", "content": text},
@@ -122,7 +139,7 @@ def decode_completion(body: Any, endpoint: str | None = None) -> ModelResponse:
         prompt_tokens=p,
         completion_tokens=c,
         prompt_ids=_prompt_ids(body, choice),
-        completion_ids=list(completion_ids) if isinstance(completion_ids, list) else ids_from_logprobs,
+        completion_ids=completion_ids,
         completion_logprobs=logprobs,
         endpoint=endpoint,
     )

@@ -35,6 +35,8 @@ ROUTE_PATHS: dict[Route, str] = {
 }
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 521, 522, 524, 529})
+#: Statuses that mean "too much load", besides timeouts.
+THROTTLE_STATUS = frozenset({429, 503})
 _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too long", "exceeds the")
 
 
@@ -50,6 +52,7 @@ class TransientError(Exception):
         retry_after: float | None = None,
         timed_out: bool = False,
         garbled: bytes | None = None,
+        status: int | None = None,
     ) -> None:
         super().__init__(reason)
         self.url = url
@@ -58,6 +61,13 @@ class TransientError(Exception):
         self.timed_out = timed_out
         #: The start of an undecodable 200 body (then the final error is a model error, not infra).
         self.garbled = garbled
+        #: The HTTP status of the answer, when there was one.
+        self.status = status
+
+    @property
+    def throttled(self) -> bool:
+        """The endpoint pushing back (429, 503, a timeout): what adaptive concurrency backs off on."""
+        return self.timed_out or self.status in THROTTLE_STATUS
 
     def final(self, attempts: int) -> VerifiersError:
         if self.garbled is not None:
@@ -116,7 +126,9 @@ def error_text(body: Any) -> str:
 def status_error(url: str, status: int, message: str, retry_after: str | None = None) -> Exception:
     """The error for a non-200 answer: a ``TransientError`` for retryable statuses, else a final one."""
     if status in RETRY_STATUS:
-        return TransientError(url, f"HTTP {status}: {message}", retry_after=retry_after_seconds(retry_after))
+        return TransientError(
+            url, f"HTTP {status}: {message}", retry_after=retry_after_seconds(retry_after), status=status
+        )
     if status in (401, 403):
         return AuthenticationError(
             f"{url} refused the credentials (HTTP {status}): check the API key variable. {message}"

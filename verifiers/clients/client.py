@@ -78,6 +78,8 @@ class ClientStats:
     retries: int = 0
     retries_in_flight: int = 0
     failures: int = 0
+    #: Attempts the endpoint pushed back on (429, 503, timed out): adaptive concurrency's signal.
+    throttled: int = 0
     #: Start time (``time.monotonic()``) of each attempt waiting for its answer, by a per-attempt key.
     waiting: dict[int, float] = field(default_factory=dict)
 
@@ -186,6 +188,7 @@ class Client:
         self._rr = itertools.count()
         #: Called with (attempt, delay, reason) before each retry sleep; used by progress displays.
         self.on_retry: Callable[[int, float, str], None] | None = None
+        self._throttle_listeners: list[Callable[[float], None]] = []
         self._options: dict[str, Any] = {
             "timeout": timeout,
             "connect_timeout": connect_timeout,
@@ -243,6 +246,24 @@ class Client:
         if opts["openai_client"] is not None:
             return Client(**opts)
         return Client(self.endpoints, **opts)
+
+    def portable(self) -> tuple[list[Endpoint], dict[str, Any]]:
+        """What another process needs to make a client like this one (``Client(endpoints, **options)``):
+        plain data, picklable. Raises ``ValueError`` for a client built on a caller's SDK or HTTP client,
+        which cannot leave this process."""
+        if self._options["openai_client"] is not None or self._options["http_client"] is not None:
+            raise ValueError(
+                "a client built on your own openai/httpx client cannot be shipped to other processes; "
+                "give a base URL (or endpoints) instead"
+            )
+        opts = {k: v for k, v in self._options.items() if k not in ("openai_client", "http_client")}
+        return list(self.endpoints), opts
+
+    def add_throttle_listener(self, fn: Callable[[float], None]) -> Callable[[], None]:
+        """Call ``fn(sent_at)`` whenever an attempt meets push-back (429, 503, a timeout); ``sent_at`` is
+        the attempt's ``time.monotonic()`` start. Returns a function that removes the listener."""
+        self._throttle_listeners.append(fn)
+        return lambda: self._throttle_listeners.remove(fn) if fn in self._throttle_listeners else None
 
     def __repr__(self) -> str:
         return f"Client({self.base_urls!r}, backend={self.backend!r}, api={self.api!r})"
@@ -340,6 +361,7 @@ class Client:
         last: TransientError | None = None
         deadline = None if self.total_timeout is None else time.monotonic() + self.total_timeout
         waiting = self.stats.waiting
+        self_bounded = getattr(transport, "bounds_attempts", False)
         attempt = 0
         for attempt in range(attempts):
             self.stats.requests += 1
@@ -347,8 +369,10 @@ class Client:
             # The attempt bound too (a transport may only bound phases: httpx re-arms its read timeout).
             limit = self.timeout if left is None else min(left, self.timeout)
             key = next(self._attempt_keys)
-            waiting[key] = time.monotonic()
+            waiting[key] = sent_at = time.monotonic()
             try:
+                if self_bounded and limit >= self.timeout:
+                    return await transport.send(idx, route, payload)
                 async with asyncio.timeout(limit):
                     return await transport.send(idx, route, payload)
             except TransientError as exc:
@@ -365,6 +389,10 @@ class Client:
                 raise
             finally:
                 waiting.pop(key, None)
+            if last.throttled:
+                self.stats.throttled += 1
+                for listener in list(self._throttle_listeners):
+                    listener(sent_at)
             if attempt + 1 >= attempts:
                 break
             delay = self._backoff(attempt, last.retry_after)

@@ -12,9 +12,17 @@ each request family sends once, record exactly that, and hand it down unchanged.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, cast, get_args
 
-from verifiers.types import SamplingArgs
+from verifiers.types import ReturnTokens, SamplingArgs
+
+#: The request fields each ``ReturnTokens`` setting adds (vLLM's two forms; ``both`` asks for both).
+_TOKEN_FIELDS: dict[str, dict[str, Any]] = {
+    "none": {},
+    "token_ids": {"extra_body": {"return_token_ids": True}},
+    "logprobs": {"logprobs": True, "extra_body": {"return_tokens_as_token_ids": True}},
+    "both": {"logprobs": True, "extra_body": {"return_tokens_as_token_ids": True, "return_token_ids": True}},
+}
 
 
 def merge_sampling_args(*layers: Mapping[str, Any] | None) -> SamplingArgs:
@@ -51,6 +59,17 @@ def cap_max_tokens(args: SamplingArgs, limit: int | None) -> SamplingArgs:
     return cast(SamplingArgs, out)
 
 
+def token_request_args(return_tokens: ReturnTokens) -> SamplingArgs:
+    """The sampling-argument layer that asks a vLLM server for tokens (see ``ReturnTokens``):
+    ``"token_ids"`` sends ``return_token_ids: true`` (the server answers ``prompt_token_ids`` and each
+    choice's ``token_ids``); ``"logprobs"`` sends ``logprobs: true`` with ``return_tokens_as_token_ids:
+    true`` (logprob tokens read ``token_id:<n>``); ``"both"`` sends all three. Merge it *under* the run's
+    own arguments, so an explicit ``logprobs``/``top_logprobs`` there wins."""
+    if return_tokens not in _TOKEN_FIELDS:
+        raise ValueError(f"return_tokens must be one of {get_args(ReturnTokens)}, not {return_tokens!r}")
+    return merge_sampling_args(_TOKEN_FIELDS[return_tokens])
+
+
 def request_fields(args: Mapping[str, Any] | None) -> dict[str, Any]:
     """The JSON body fields sampling arguments add to a request: ``extra_body`` flattened into the top
     level (the ``openai`` SDK's rule), everything else as given."""
@@ -61,4 +80,4 @@ def request_fields(args: Mapping[str, Any] | None) -> dict[str, Any]:
     return fields
 
 
-__all__ = ["cap_max_tokens", "merge_sampling_args", "request_fields"]
+__all__ = ["cap_max_tokens", "merge_sampling_args", "request_fields", "token_request_args"]

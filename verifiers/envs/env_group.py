@@ -52,6 +52,9 @@ class EnvGroup(Environment):
         row["example_id"] = index
         return row
 
+    def sub_environments(self) -> Sequence[Environment]:
+        return list(self.envs.values())
+
     def env_for(self, row: Mapping[str, Any]) -> Environment:
         key = row.get(self.route_key)
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import enum
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Unpack
@@ -20,6 +21,15 @@ from verifiers.rubrics import Rubric
 from verifiers.types import Messages, MessageType, Row, SamplingArgs, State
 
 
+class Unset(enum.Enum):
+    """The type of ``UNSET``: a constructor option not given (``None`` means "no limit" for some)."""
+
+    UNSET = "unset"
+
+
+UNSET = Unset.UNSET
+
+
 class Environment(ABC):
     """An evaluation / RL environment.
 
@@ -29,6 +39,10 @@ class Environment(ABC):
     Identity (contract 3.1): ``env_id``, ``env_version`` and ``env_content_hash`` are set by
     ``load_environment`` from the installed package; constructing an environment directly leaves
     ``env_id`` as the class name and the version ``0.0.0`` unless given.
+
+    Rollout options for trainers (docs/training.md): ``max_seq_len`` (the token budget of one model call)
+    and ``interleaved_thinking`` (send earlier reasoning back, or drop it); both are properties a run may
+    set, and setting them on a group sets them on its members.
     """
 
     message_type: ClassVar[MessageType] = "chat"
@@ -47,11 +61,20 @@ class Environment(ABC):
         task: str = "default",
         env_id: str | None = None,
         env_version: str | None = None,
+        max_seq_len: int | Unset | None = UNSET,
+        interleaved_thinking: bool | Unset = UNSET,
     ) -> None:
         if dataset is None and eval_dataset is None:
             raise ValueError(f"{type(self).__name__} needs a dataset or an eval_dataset")
         if timeout is not None and timeout <= 0:
             raise ValueError("timeout must be a positive number of seconds")
+        self._max_seq_len: int | None = None
+        self._interleaved_thinking = True
+        # Only options given here reach sub-environments: a group's defaults must not reset its members'.
+        if not isinstance(max_seq_len, Unset):
+            self.max_seq_len = max_seq_len
+        if not isinstance(interleaved_thinking, Unset):
+            self.interleaved_thinking = interleaved_thinking
         self._dataset = Rows(dataset) if dataset is not None else None
         self._eval_dataset = Rows(eval_dataset) if eval_dataset is not None else None
         self.system_prompt = system_prompt
@@ -77,6 +100,46 @@ class Environment(ABC):
     ) -> None:
         self.env_id, self.env_version, self.env_content_hash = env_id, env_version, content_hash
         self.env_args = dict(env_args)
+
+    def sub_environments(self) -> Sequence[Environment]:
+        """Environments this one delegates rollouts to (an ``EnvGroup``'s members; none here)."""
+        return ()
+
+    @property
+    def max_seq_len(self) -> int | None:
+        """Token budget of one model call's prompt + completion (``None``: none; see
+        ``verifiers.trajectory``): a completion past it is cut, and a prompt that no longer fits ends the
+        rollout as truncated. Setting it sets it on every sub-environment too."""
+        return self._max_seq_len
+
+    @max_seq_len.setter
+    def max_seq_len(self, value: int | None) -> None:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(f"max_seq_len must be a positive number of tokens or None, not {value!r}")
+        self._max_seq_len = value
+        for env in self.sub_environments():
+            env.max_seq_len = value
+
+    @property
+    def interleaved_thinking(self) -> bool:
+        """Whether earlier turns' reasoning (``reasoning_content``, ``<think>…</think>`` text) is sent back
+        to the model on later turns (``True``, the default) or dropped from the requests (``False``; chat
+        environments). The rollout's ``completion`` keeps it either way. Setting it sets it on every
+        sub-environment too."""
+        return self._interleaved_thinking
+
+    @interleaved_thinking.setter
+    def interleaved_thinking(self, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise TypeError(f"interleaved_thinking must be True or False, not {value!r}")
+        if not value and self.message_type != "chat" and not self.sub_environments():
+            raise ValueError(
+                "interleaved_thinking=False drops reasoning from chat messages: chat environments only"
+            )
+        self._interleaved_thinking = value
+        for env in self.sub_environments():
+            if env.message_type == "chat" or value:
+                env.interleaved_thinking = value
 
     # --- data --------------------------------------------------------------------------------------
     def rows(self, split: str = "eval") -> Rows:
@@ -119,6 +182,7 @@ class Environment(ABC):
             answer=row.get("answer", ""),
             info=row.get("info", {}),
             turns=[],
+            trajectory=[],
             usage={"prompt_tokens": 0, "completion_tokens": 0},
             timing={"generation": 0.0, "scoring": 0.0, "total": 0.0},
             error=None,
@@ -174,6 +238,7 @@ class Environment(ABC):
             "stop_condition": state.get("stop_condition"),
             "is_truncated": bool(state.get("is_truncated")),
             "turns": state["turns"],
+            "trajectory": state.get("trajectory") or [],
             "usage": state["usage"],
             "timing": state["timing"],
             "env_id": self.env_id,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import re
 from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -12,7 +13,8 @@ from typing import Any, TypeVar
 from verifiers.clients import Client
 from verifiers.envs.environment import Environment
 from verifiers.errors import OverlongPromptError, RolloutTimeoutError, error_record
-from verifiers.types import Messages, ModelResponse, Row, SamplingArgs, State
+from verifiers.trajectory import trajectory_step
+from verifiers.types import ChatMessage, Messages, ModelResponse, Row, SamplingArgs, State
 
 F = TypeVar("F", bound=Callable[..., Any])
 logger = logging.getLogger(__name__)
@@ -21,6 +23,23 @@ _ERROR_STOPS: tuple[tuple[type[Exception], str], ...] = (
     (OverlongPromptError, "prompt_too_long"),
     (RolloutTimeoutError, "timeout"),
 )
+
+
+#: ``<think>…</think>`` blocks, or (templates that open the block in the prompt) all text up to a
+#: lone ``</think>``.
+_THINK = re.compile(r"<think>.*?</think>\s*|\A(?:(?!<think>).)*?</think>\s*", re.DOTALL)
+
+
+def without_reasoning(message: ChatMessage) -> ChatMessage:
+    """An assistant message without its reasoning: no ``reasoning_content`` (or ``reasoning``), and no
+    ``<think>…</think>`` text in its content. Other messages are returned as they are."""
+    if message.get("role") != "assistant":
+        return message
+    out = {k: v for k, v in message.items() if k not in ("reasoning_content", "reasoning")}
+    content = out.get("content")
+    if isinstance(content, str) and "</think>" in content:
+        out["content"] = _THINK.sub("", content)
+    return out
 
 
 def stop(func: F | None = None, *, priority: int = 0) -> Any:
@@ -43,6 +62,11 @@ class MultiTurnEnv(Environment):
 
     Built-in stop conditions, in order: the environment asked to stop (``state.stop(reason)``), the
     model's answer was cut off (``truncated``), the declared ``@stop`` methods, ``max_turns``.
+
+    Every model call that returned token ids adds a step to ``state["trajectory"]``
+    (``verifiers.trajectory``); with ``max_seq_len`` a prompt that no longer fits ends the rollout as
+    ``prompt_too_long`` (truncated, not an error). ``interleaved_thinking=False`` drops earlier turns'
+    reasoning from the requests (``request_messages``). See docs/training.md.
     """
 
     _stop_names: tuple[str, ...] = ()
@@ -104,6 +128,16 @@ class MultiTurnEnv(Environment):
             return True
         return False
 
+    def request_messages(self, state: State) -> Messages:
+        """The chat messages the next model call sends: the prompt and the conversation so far, with
+        earlier turns' reasoning dropped unless ``interleaved_thinking`` (the rollout's ``completion``
+        keeps it either way, for scoring)."""
+        prompt: Messages = state["prompt"]
+        completion: Messages = state["completion"]
+        if not self.interleaved_thinking:
+            completion = [without_reasoning(m) for m in completion]
+        return prompt + completion
+
     async def model_response(
         self,
         client: Client,
@@ -115,7 +149,7 @@ class MultiTurnEnv(Environment):
         if self.message_type == "chat":
             return await client.chat(
                 model,
-                state["prompt"] + state["completion"],
+                self.request_messages(state),
                 sampling_args=sampling_args,
                 tools=self.tools_for(state),
                 endpoint=endpoint,
@@ -151,6 +185,17 @@ class MultiTurnEnv(Environment):
             usage["completion_tokens"] += resp.completion_tokens
             if resp.finish_reason == "length":
                 state["is_truncated"] = True
+            trajectory = state["trajectory"]
+            step = trajectory_step(resp, trajectory[-1] if trajectory else None, self.max_seq_len)
+            if step is not None:
+                trajectory.append(step)
+                if step["overlong_prompt"]:
+                    # The prompt no longer fits: the answer to it is outside what a trainer sees.
+                    state["is_truncated"] = True
+                    state["stop_condition"] = "prompt_too_long"
+                    break
+                if step["is_truncated"]:
+                    state["is_truncated"] = True
             self._append(state, [resp.message] if self.message_type == "chat" else resp.text)
             if await self._should_stop(state):
                 break
@@ -170,6 +215,10 @@ class MultiTurnEnv(Environment):
         # The engine passes what the request family sends; a direct call gets this environment's own.
         args = sampling_args if sampling_args is not None else self.request_sampling_args(None, row)
         deadline = asyncio.timeout(self.timeout)  # None: no budget
+        # With a token budget, a prompt the server refuses as too long is a truncation, not an error.
+        truncating: tuple[type[Exception], ...] = (
+            (OverlongPromptError,) if self.max_seq_len is not None else ()
+        )
         try:
             try:
                 async with deadline:
@@ -180,6 +229,10 @@ class MultiTurnEnv(Environment):
                 raise RolloutTimeoutError(
                     f"rollout exceeded its {self.timeout:g}s wall-clock budget"
                 ) from None
+        except truncating:
+            # Ends the rollout as truncated, the same as a prompt past max_seq_len (a trainer masks it).
+            state["is_truncated"] = True
+            state["stop_condition"] = "prompt_too_long"
         except Exception as exc:
             state["error"] = error_record(exc)
             state["stop_condition"] = next(

@@ -25,13 +25,13 @@ from typing import Any, Literal, TypedDict
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from verifiers.clients.local_model import is_local_model
-from verifiers.clients.sampling import merge_sampling_args
+from verifiers.clients.sampling import merge_sampling_args, token_request_args
 from verifiers.clients.target import DEFAULT_MODEL, resolve_context_tokens
 from verifiers.eval import runs
 from verifiers.eval.engine import ScoreMode
 from verifiers.eval.runs import ResumeError, ResumeMismatchError, new_run_dir, saved_run_for
 from verifiers.hub.packaging import normalize_name
-from verifiers.types import RunMetadata, SamplingArgs
+from verifiers.types import ReturnTokens, RunMetadata, SamplingArgs
 
 ClientBackend = Literal["aiohttp", "openai"]
 ApiKind = Literal["chat", "responses"]
@@ -65,7 +65,8 @@ class RunSettings(TypedDict, total=False):
     api: ApiKind
     num_examples: int
     rollouts_per_example: int
-    max_concurrent: int
+    max_concurrent: int | str | tuple[int, int]
+    ray: str | bool | None
     sampling_args: SamplingArgs
     seed: int | None
     shuffle: bool
@@ -77,6 +78,9 @@ class RunSettings(TypedDict, total=False):
     resume: bool | str | Path | None
     score: ScoreMode
     pass_threshold: float
+    return_tokens: ReturnTokens
+    interleaved_thinking: bool
+    max_seq_len: int | None
 
 
 class EvalSettings(RunSettings, total=False):
@@ -105,7 +109,12 @@ class EvalConfig(BaseModel):
     #: Examples of the eval split; -1 means all.
     num_examples: int = Field(-1, ge=-1)
     rollouts_per_example: int = Field(1, ge=1)
-    max_concurrent: int = Field(32, ge=1)
+    #: Rollouts in flight: a fixed cap, ``"auto"`` or a ``(floor, ceiling)`` pair (adaptive, AIMD:
+    #: ``verifiers.eval.concurrency``).
+    max_concurrent: int | Literal["auto"] | tuple[int, int] = 32
+    #: Run the groups on Ray (``verifiers.eval.distributed``): ``"local"`` (a Ray instance started for
+    #: the run), ``"auto"``, ``"ray://host:10001"`` or a head ``host:port``; ``None``: this process.
+    ray: str | None = None
     #: The run's layer of sampling arguments; each request family merges its environment's under it.
     sampling_args: dict[str, Any] = Field(default_factory=dict)
     seed: int | None = None
@@ -123,12 +132,39 @@ class EvalConfig(BaseModel):
     resume: bool | Path = False
     score: ScoreMode = "group"
     pass_threshold: float = 1.0
+    #: Which token fields the model requests ask for (``verifiers.types.ReturnTokens``); folded into
+    #: ``sampling_args`` under the explicit ones, so the run records what was sent.
+    return_tokens: ReturnTokens = "none"
+    #: Send earlier turns' reasoning back to the model (``None``: the environment's own setting).
+    interleaved_thinking: bool | None = None
+    #: Token budget of one model call's prompt + completion (``None``: the environment's own).
+    max_seq_len: int | None = Field(None, ge=1)
     #: ``max_tokens`` is capped to this (half a local model's context); ``None``: no cap.
     max_tokens_limit: int | None = None
     #: Setting name (``sampling_args.<key>`` for sampling keys) → where its value came from.
     sources: dict[str, Source] = Field(default_factory=dict)
     #: Things worth telling the user about the resolution (ignored package keys, caps, …).
     notes: list[str] = Field(default_factory=list)
+
+    @field_validator("max_concurrent", mode="before")
+    @classmethod
+    def _max_concurrent(cls, value: Any) -> Any:
+        from verifiers.eval.concurrency import AUTO, parse_max_concurrent
+
+        spec = parse_max_concurrent(value)  # ValueError -> a validation error naming the setting
+        if spec.fixed is not None:
+            return spec.fixed
+        auto = isinstance(value, str) and value.strip().lower() == AUTO
+        return AUTO if auto else (spec.floor, spec.ceiling)
+
+    @field_validator("ray", mode="before")
+    @classmethod
+    def _ray(cls, value: Any) -> Any:
+        from verifiers.eval.distributed import LOCAL
+
+        if value is True:
+            return LOCAL
+        return None if value is False or value == "" else value
 
     @field_validator("resume", mode="before")
     @classmethod
@@ -183,6 +219,16 @@ class EvalConfig(BaseModel):
             sampling = dict(merge_sampling_args(*sampling_layers))
         except TypeError as exc:
             raise ConfigError(str(exc)) from None
+        return_tokens = values.get("return_tokens", "none")
+        if return_tokens != "none":
+            try:
+                token_layer = token_request_args(return_tokens)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+            for key in token_layer:
+                sources.setdefault(f"sampling_args.{key}", f"return_tokens ({sources['return_tokens']})")
+            sources.pop("sampling_args", None)
+            sampling = dict(merge_sampling_args(token_layer, sampling))
         model = values.get("model", DEFAULT_MODEL)
         context = resolve_context_tokens(model) if isinstance(model, str) else None
         limit = context // 2 if context else None

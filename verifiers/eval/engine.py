@@ -17,6 +17,8 @@ from typing import Any, Literal, Protocol
 from verifiers.clients import Client
 from verifiers.clients.sampling import cap_max_tokens
 from verifiers.errors import error_record
+from verifiers.eval._gc import run_gc
+from verifiers.eval.concurrency import AdaptiveLimit, FixedLimit, Limit, MaxConcurrent, make_limit
 from verifiers.types import Row, SamplingArgs, State
 
 ScoreMode = Literal["group", "rollout"]
@@ -71,6 +73,20 @@ class RunProgress:
     preloaded: int = 0
     started: float = field(default_factory=time.monotonic)
     client: Client | None = None
+    #: The cap on rollouts in flight (adaptive with ``max_concurrent="auto"``), for displays.
+    limit: Limit | None = None
+
+    @property
+    def concurrency_limit(self) -> int | None:
+        return self.limit.limit if self.limit is not None else None
+
+    @property
+    def cap_text(self) -> str | None:
+        """The adaptive cap as displays show it (``None`` for a fixed one)."""
+        lim = self.limit
+        if isinstance(lim, AdaptiveLimit):
+            return f"cap {lim.limit} (auto {lim.floor}..{lim.ceiling})"
+        return None
 
     @property
     def mean_reward(self) -> float | None:
@@ -130,19 +146,17 @@ class _Scheduler:
         client: Client,
         model: str,
         *,
-        max_concurrent: int,
+        limit: Limit,
         sampling_args: SamplingArgs | None,
         score: ScoreMode,
         on_group: ProgressCallback | None,
         progress: RunProgress,
         max_tokens_limit: int | None = None,
     ) -> None:
-        if max_concurrent < 1:
-            raise ValueError("max_concurrent must be at least 1")
         if score not in ("group", "rollout"):
             raise ValueError(f"score must be 'group' or 'rollout', not {score!r}")
         self.env, self.client, self.model = env, client, model
-        self.sem = asyncio.Semaphore(max_concurrent)
+        self.limit = limit
         self.sampling_args = sampling_args  # the run's layer; each group resolves its family's once
         self.max_tokens_limit = max_tokens_limit
         self.score = score
@@ -151,7 +165,8 @@ class _Scheduler:
 
     async def _one(self, row: Row, index: int, endpoint: int, args: SamplingArgs) -> State:
         p = self.progress
-        async with self.sem:
+        await self.limit.acquire()
+        try:
             p.in_flight += 1
             if p.in_flight > p.max_in_flight:
                 p.max_in_flight = p.in_flight
@@ -173,6 +188,8 @@ class _Scheduler:
                 p.in_flight -= 1
             p.generated += 1
             state["timing"]["generation"] = time.perf_counter() - t0
+        finally:
+            self.limit.release()
         if self.score == "rollout":
             await score_safely(self.env.score_rollout, state)
         return state
@@ -205,7 +222,7 @@ async def schedule(
     client: Client,
     model: str,
     *,
-    max_concurrent: int = 32,
+    max_concurrent: MaxConcurrent | Limit = 32,
     sampling_args: SamplingArgs | None = None,
     score: ScoreMode = "group",
     on_group: ProgressCallback | None = None,
@@ -213,7 +230,9 @@ async def schedule(
     collect: bool = True,
     max_tokens_limit: int | None = None,
 ) -> list[list[State]]:
-    """Run every planned group; at most ``max_concurrent`` rollouts are generating at any moment.
+    """Run every planned group; at most ``max_concurrent`` rollouts are generating at any moment
+    (an int; ``"auto"`` or ``(floor, ceiling)`` adapt it to the endpoint's push-back, see
+    ``verifiers.eval.concurrency``; or a ready ``Limit`` shared with the caller).
 
     Groups are started in order through a bounded window (so a million-row run does not create a million
     tasks up front). On cancellation every running group is cancelled and awaited before re-raising;
@@ -222,11 +241,18 @@ async def schedule(
     progress = progress if progress is not None else RunProgress()
     progress.client = client
     progress.total += sum(len(p.rollout_indices) for p in plans)
+    limit = (
+        max_concurrent
+        if isinstance(max_concurrent, AdaptiveLimit | FixedLimit)
+        else make_limit(max_concurrent)
+    )
+    progress.limit = limit
+    ceiling = limit.ceiling if isinstance(limit, AdaptiveLimit) else limit.limit
     sched = _Scheduler(
         env,
         client,
         model,
-        max_concurrent=max_concurrent,
+        limit=limit,
         sampling_args=sampling_args,
         score=score,
         on_group=on_group,
@@ -234,7 +260,7 @@ async def schedule(
         max_tokens_limit=max_tokens_limit,
     )
     per_group = max(1, max((len(p.rollout_indices) for p in plans), default=1))
-    window = asyncio.Semaphore(2 * math.ceil(max_concurrent / per_group) + 1)
+    window = asyncio.Semaphore(2 * math.ceil(ceiling / per_group) + 1)
     results: list[list[State]] = [[] for _ in plans] if collect else []
     tasks: set[asyncio.Task[None]] = set()
     failure: list[BaseException] = []
@@ -251,17 +277,33 @@ async def schedule(
         finally:
             window.release()
 
+    stop_listening = (
+        client.add_throttle_listener(limit.throttled) if isinstance(limit, AdaptiveLimit) else None
+    )
+    # Set when the last running group ends or one fails: waiting on it costs O(1) per group, where
+    # asyncio.wait over thousands of tasks cost O(tasks) per completion.
+    settled = asyncio.Event()
+
+    def finished(t: asyncio.Task[None]) -> None:
+        tasks.discard(t)
+        if not tasks or failure:
+            settled.set()
+
     try:
-        for i, plan in enumerate(plans):
-            if failure:
-                break
-            await window.acquire()
-            t = asyncio.create_task(run_group(i, plan))
-            tasks.add(t)
-            t.add_done_callback(tasks.discard)
-        while tasks and not failure:
-            await asyncio.wait(set(tasks), return_when=asyncio.FIRST_COMPLETED)
+        with run_gc():
+            for i, plan in enumerate(plans):
+                if failure:
+                    break
+                await window.acquire()
+                t = asyncio.create_task(run_group(i, plan))
+                tasks.add(t)
+                t.add_done_callback(finished)
+            while tasks and not failure:
+                settled.clear()
+                await settled.wait()
     finally:
+        if stop_listening is not None:
+            stop_listening()
         pending = [t for t in tasks if not t.done()]
         for t in pending:
             t.cancel()
@@ -279,7 +321,7 @@ async def run_generate(
     model: str,
     *,
     rollouts_per_example: int = 1,
-    max_concurrent: int = 32,
+    max_concurrent: MaxConcurrent = 32,
     sampling_args: SamplingArgs | None = None,
     score: ScoreMode = "group",
 ) -> list[State]:

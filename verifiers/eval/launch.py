@@ -152,6 +152,10 @@ async def run_config(
         )
     if config.timeout is not None:
         env.timeout = config.timeout
+    if config.max_seq_len is not None:
+        env.max_seq_len = config.max_seq_len
+    if config.interleaved_thinking is not None:
+        env.interleaved_thinking = config.interleaved_thinking
     source: Client | ClientSource = client if client is not None else _client_source(config, notify)
     base_url: str | list[str] | None = None
     if client is None:
@@ -178,6 +182,7 @@ async def run_config(
         pass_threshold=config.pass_threshold,
         max_tokens_limit=config.max_tokens_limit,
         base_url=base_url,
+        ray=config.ray,
     )
 
 

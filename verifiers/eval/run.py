@@ -9,11 +9,13 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias, cast
 
 from verifiers.clients import Client
 from verifiers.clients.sampling import cap_max_tokens
 from verifiers.errors import ErrorCategory
+from verifiers.eval.concurrency import AdaptiveLimit, MaxConcurrent, make_limit
+from verifiers.eval.distributed import RayOptions, RayReport, ray_options, schedule_ray
 from verifiers.eval.engine import GroupPlan, ProgressCallback, RolloutEnv, RunProgress, ScoreMode, schedule
 from verifiers.eval.metrics import RunAggregate
 from verifiers.eval.results import (
@@ -46,6 +48,9 @@ class EvaluableEnv(RolloutEnv, Protocol):
     env_args: dict[str, Any]
     #: Wall-clock budget per rollout in seconds (``None``: none).
     timeout: float | None
+    #: Token budget of one model call (``None``: none) and whether earlier reasoning is sent back.
+    max_seq_len: int | None
+    interleaved_thinking: bool
 
     def select_rows(
         self, num_examples: int = -1, *, seed: int | None = None, shuffle: bool = False, split: str = "eval"
@@ -153,7 +158,7 @@ async def run_eval(
     *,
     num_examples: int = -1,
     rollouts_per_example: int = 1,
-    max_concurrent: int = 32,
+    max_concurrent: MaxConcurrent = 32,
     sampling_args: SamplingArgs | None = None,
     seed: int | None = None,
     shuffle: bool = False,
@@ -165,6 +170,7 @@ async def run_eval(
     pass_threshold: float = 1.0,
     max_tokens_limit: int | None = None,
     base_url: str | list[str] | None = None,
+    ray: RayOptions | str | bool | None = None,
 ) -> EvalRun:
     """Run (or, with ``resume``, complete) an evaluation of ``env`` and keep its run directory.
 
@@ -178,7 +184,13 @@ async def run_eval(
     ``sampling_args`` is the run's layer: each request family sends its environment's defaults under it
     (capped at ``max_tokens_limit``), and that is what the metadata records — ``sampling_args`` when every
     family sends the same, else the families' by name in ``sampling_args_by_env`` (with the run's layer
-    in ``sampling_args``)."""
+    in ``sampling_args``).
+
+    ``max_concurrent`` is a fixed cap or an adaptive one (``"auto"``, ``(floor, ceiling)``; its course is
+    recorded in ``metadata.extra["concurrency"]``). ``ray`` runs the groups on Ray actors
+    (``verifiers.eval.distributed``): this process stays the single writer of the run directory, and
+    ``metadata.extra["ray"]`` records the actors and the groups each node ran; ``on_group`` then gets
+    each group's records (the same ``error`` / ``reward`` keys as states)."""
     if rollouts_per_example < 1:
         raise ValueError("rollouts_per_example must be at least 1")
     rows = env.select_rows(num_examples, seed=seed, shuffle=shuffle)
@@ -211,6 +223,9 @@ async def run_eval(
         counts=RunCounts(planned=len(rows) * rollouts_per_example),
     )
     run_dir = RunDirectory(output_dir) if output_dir is not None else None
+    limit = make_limit(max_concurrent)
+    distributed = ray_options(ray)
+    ray_report = RayReport(address=distributed.address) if distributed is not None else None
 
     async def execute(previous: list[dict[str, Any]]) -> EvalRun:
         agg = RunAggregate(pass_threshold=pass_threshold)
@@ -231,6 +246,10 @@ async def run_eval(
             nonlocal last_write
             meta.status = status
             agg.fill(meta)
+            if isinstance(limit, AdaptiveLimit):
+                meta.extra["concurrency"] = limit.summary()
+            if ray_report is not None:
+                meta.extra["ray"] = ray_report.summary()
             meta.duration_s = base_duration + (time.monotonic() - t_start)
             if final:
                 meta.finished_at = utc_now()
@@ -239,7 +258,9 @@ async def run_eval(
             last_write = time.monotonic()
 
         def handle_group(states: Sequence[State]) -> None:
-            records = [env.result_record(s) for s in states]
+            handle_records([env.result_record(s) for s in states], states)
+
+        def handle_records(records: list[dict[str, Any]], states: Sequence[State]) -> None:
             if run_dir is not None:
                 lines = []
                 for i, rec in enumerate(records):
@@ -274,25 +295,41 @@ async def run_eval(
                     client if isinstance(client, Client) else await stack.enter_async_context(client())
                 )
                 meta.base_url = _base_url(run_client, None)
-                await env.setup()
-                try:
-                    if progress is not None:
-                        progress.started = time.monotonic()  # the rate counts from here, not from setup
-                    await schedule(
+                if distributed is not None:  # the actors set their environments up, not the driver
+                    await schedule_ray(
                         env,
                         plans,
                         run_client,
                         model,
-                        max_concurrent=max_concurrent,
+                        options=distributed,
+                        limit=limit,
                         sampling_args=sampling_args,
                         score=score,
-                        on_group=handle_group,
-                        progress=progress,
-                        collect=False,
+                        on_records=lambda records: handle_records(records, cast(list[State], records)),
+                        progress=progress if progress is not None else RunProgress(),
                         max_tokens_limit=max_tokens_limit,
+                        report=ray_report,
                     )
-                finally:
-                    await env.teardown()
+                else:
+                    await env.setup()
+                    try:
+                        if progress is not None:
+                            progress.started = time.monotonic()  # the rate counts from here, not setup
+                        await schedule(
+                            env,
+                            plans,
+                            run_client,
+                            model,
+                            max_concurrent=limit,
+                            sampling_args=sampling_args,
+                            score=score,
+                            on_group=handle_group,
+                            progress=progress,
+                            collect=False,
+                            max_tokens_limit=max_tokens_limit,
+                        )
+                    finally:
+                        await env.teardown()
             status = "completed"
         except (asyncio.CancelledError, KeyboardInterrupt):
             status = "cancelled"

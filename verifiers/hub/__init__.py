@@ -1,5 +1,6 @@
 """Hub client side: the content hash and names (``packaging``), the wire schemas shared with the hub
-service (``wire``), the API client (``client``) and installing from a hub (``install``)."""
+service (``wire``), the API client (``client``), installing from a hub (``install``) and pushing a run
+directory's results (``results``)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ _EXPORTS: dict[str, str] = {
     "module_name": "verifiers.hub.packaging",
     "normalize_name": "verifiers.hub.packaging",
     "parse_env_spec": "verifiers.hub.packaging",
+    "PushResult": "verifiers.hub.results",
+    "push_run": "verifiers.hub.results",
     "HubClientError": "verifiers.hub.wire",
     "HubFile": "verifiers.hub.wire",
     "ResolvedVersion": "verifiers.hub.wire",
@@ -43,6 +46,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
         normalize_name as normalize_name,
         parse_env_spec as parse_env_spec,
     )
+    from verifiers.hub.results import PushResult as PushResult, push_run as push_run
     from verifiers.hub.wire import (
         HubClientError as HubClientError,
         HubFile as HubFile,

@@ -24,12 +24,22 @@ from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from verifiers.hub.wire import (
+    ChunkReceipt,
     EnvironmentDetail,
+    EvalRunCreate,
+    EvalRunInfo,
+    EvalRunPage,
     HubClientError,
     HubFile,
+    Leaderboard,
+    LeaderboardPick,
     ResolvedVersion,
+    RolloutKeys,
+    RolloutPage,
+    RolloutRecord,
     SearchPage,
     SortKey,
+    StoredRollout,
     VersionDetail,
     VersionInfo,
     Visibility,
@@ -47,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_URL",
     "EnvironmentDetail",
+    "EvalRunInfo",
     "HubClient",
     "HubClientError",
     "HubConfig",
@@ -203,6 +214,79 @@ class HubClient:
     def unyank(self, owner: str, name: str, version: str) -> VersionInfo:
         path = f"/api/v1/environments/{owner}/{name}/versions/{version}/unyank"
         return VersionInfo.model_validate(self._request("POST", path).json())
+
+    # --- eval runs ---
+    def create_run(self, owner: str, name: str, body: EvalRunCreate) -> EvalRunInfo:
+        """Start uploading a run (or get the run already uploaded under ``body.run_key``)."""
+        path = f"/api/v1/environments/{owner}/{name}/runs"
+        return EvalRunInfo.model_validate(
+            self._request("POST", path, json=body.model_dump(mode="json")).json()
+        )
+
+    def upload_rollouts(self, run_id: int, rollouts: Iterable[RolloutRecord]) -> ChunkReceipt:
+        """One chunk (at most ``wire.CHUNK_LIMIT`` rollouts, under 1 MiB); resending one is harmless."""
+        body = {"rollouts": [r.model_dump(mode="json") for r in rollouts]}
+        return ChunkReceipt.model_validate(
+            self._request("POST", f"/api/v1/runs/{run_id}/rollouts", json=body).json()
+        )
+
+    def rollout_keys(self, run_id: int) -> list[tuple[int, int]]:
+        """The (example_id, rollout_index) pairs the hub already holds for the run."""
+        return RolloutKeys.model_validate(
+            self._request("GET", f"/api/v1/runs/{run_id}/rollout-keys").json()
+        ).keys
+
+    def finalize_run(self, run_id: int) -> EvalRunInfo:
+        return EvalRunInfo.model_validate(self._request("POST", f"/api/v1/runs/{run_id}/finalize").json())
+
+    def run(self, run_id: int) -> EvalRunInfo:
+        return EvalRunInfo.model_validate(self._request("GET", f"/api/v1/runs/{run_id}").json())
+
+    def runs(
+        self,
+        owner: str,
+        name: str,
+        *,
+        version: str | None = None,
+        model: str | None = None,
+        page: int = 1,
+        per_page: int = 20,
+    ) -> EvalRunPage:
+        params: dict[str, Any] = {"page": page, "per_page": per_page}
+        if version:
+            params["version"] = version
+        if model:
+            params["model"] = model
+        path = f"/api/v1/environments/{owner}/{name}/runs"
+        return EvalRunPage.model_validate(self._request("GET", path, params=params).json())
+
+    def rollouts(
+        self,
+        run_id: int,
+        *,
+        min_reward: float | None = None,
+        max_reward: float | None = None,
+        error: str | None = None,
+        example_id: int | None = None,
+        page: int = 1,
+        per_page: int = 20,
+    ) -> RolloutPage:
+        """One page of a run's rollouts; ``error`` is a category, ``any`` or ``none``."""
+        given = {"min_reward": min_reward, "max_reward": max_reward, "error": error, "example_id": example_id}
+        params: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+        params.update(page=page, per_page=per_page)
+        return RolloutPage.model_validate(
+            self._request("GET", f"/api/v1/runs/{run_id}/rollouts", params=params).json()
+        )
+
+    def rollout(self, run_id: int, example_id: int, rollout_index: int) -> StoredRollout:
+        path = f"/api/v1/runs/{run_id}/rollouts/{example_id}/{rollout_index}"
+        return StoredRollout.model_validate(self._request("GET", path).json())
+
+    def leaderboard(self, owner: str, name: str, *, pick: LeaderboardPick = "best") -> Leaderboard:
+        """Per (model, version): the best (or latest) complete public run."""
+        path = f"/api/v1/environments/{owner}/{name}/leaderboard"
+        return Leaderboard.model_validate(self._request("GET", path, params={"pick": pick}).json())
 
     def download(self, file: HubFile, dest_dir: Path) -> Path:
         """Download ``file`` into ``dest_dir``, checking its sha256; returns the path."""

@@ -17,11 +17,11 @@ import tempfile
 import tomllib
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 import platformdirs
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 FileKind = Literal["bdist_wheel", "sdist"]
 Visibility = Literal["public", "private"]
@@ -126,6 +126,216 @@ class WhoAmI(WireModel):
     is_admin: bool
     scopes: list[str]
     namespaces: list[str]
+
+
+# --- eval runs: uploaded as records (request bodies and answers) ------------------------------------------
+#: Longest text the hub keeps per message field (content, reasoning, a tool call's arguments), in characters.
+#: The client cuts longer text to this, ending in ``TRUNCATION_MARK``; the hub refuses anything longer.
+MESSAGE_TEXT_LIMIT = 8192
+TRUNCATION_MARK = " … [truncated]"
+#: Most messages kept per prompt or completion (the client keeps the first and the last ones).
+MESSAGES_LIMIT = 256
+#: Most rollouts in one upload chunk (the request body is capped at 1 MiB as well).
+CHUNK_LIMIT = 500
+#: Rewards are weighted sums of reward functions, so not always in [0, 1]; beyond this they are bugs.
+REWARD_LIMIT = 1e6
+ErrorCategoryName = Literal["model", "infra", "env", "scoring"]
+LeaderboardPick = Literal["best", "latest"]
+
+
+def _no_nul(value: str) -> str:
+    if "\x00" in value:
+        raise ValueError("NUL characters are not allowed")
+    return value
+
+
+def _sane(value: float) -> float:
+    if abs(value) > REWARD_LIMIT:
+        raise ValueError(f"must be within ±{REWARD_LIMIT:g}")
+    return value
+
+
+Str = Annotated[str, AfterValidator(_no_nul)]
+MessageText = Annotated[str, Field(max_length=MESSAGE_TEXT_LIMIT), AfterValidator(_no_nul)]
+Score = Annotated[float, Field(allow_inf_nan=False), AfterValidator(_sane)]
+
+
+class WireRequest(BaseModel):
+    """A request body: unknown fields are refused, not ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ToolCallRecord(WireRequest):
+    id: Annotated[Str, Field(max_length=200)] = ""
+    name: Annotated[Str, Field(max_length=200)] = ""
+    arguments: MessageText = ""
+
+
+class MessageRecord(WireRequest):
+    """A chat message as the hub keeps it: text fields cut to ``MESSAGE_TEXT_LIMIT``."""
+
+    role: Annotated[Str, Field(max_length=32)]
+    content: MessageText | None = None
+    reasoning_content: MessageText | None = None
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list, max_length=64)
+    tool_call_id: Annotated[Str, Field(max_length=200)] | None = None
+    name: Annotated[Str, Field(max_length=200)] | None = None
+
+
+Conversation = Annotated[list[MessageRecord], Field(max_length=MESSAGES_LIMIT)] | MessageText
+
+
+class ErrorRecord(WireRequest):
+    category: ErrorCategoryName
+    type: Annotated[Str, Field(max_length=200)]
+    message: MessageText
+
+
+class RolloutUsage(WireRequest):
+    prompt_tokens: int = Field(default=0, ge=0, le=10**12)
+    completion_tokens: int = Field(default=0, ge=0, le=10**12)
+
+
+class RolloutTiming(WireRequest):
+    generation: float = Field(default=0.0, ge=0, le=10**7, allow_inf_nan=False)
+    scoring: float = Field(default=0.0, ge=0, le=10**7, allow_inf_nan=False)
+    total: float = Field(default=0.0, ge=0, le=10**7, allow_inf_nan=False)
+
+
+class RolloutRecord(WireRequest):
+    """One rollout of an uploaded run (contract 3.3 without token ids; text may be truncated)."""
+
+    example_id: int = Field(ge=0, le=2**31 - 1)
+    rollout_index: int = Field(ge=0, le=10**6)
+    task: Annotated[Str, Field(max_length=200)] = ""
+    prompt: Conversation = ""
+    completion: Conversation = ""
+    answer: MessageText = ""
+    reward: Score | None = None
+    metrics: dict[Annotated[Str, Field(max_length=100)], Score] = Field(default_factory=dict, max_length=64)
+    error: ErrorRecord | None = None
+    stop_condition: Annotated[Str, Field(max_length=200)] | None = None
+    is_truncated: bool = False
+    usage: RolloutUsage = Field(default_factory=RolloutUsage)
+    timing: RolloutTiming = Field(default_factory=RolloutTiming)
+
+
+class EvalRunCreate(WireRequest):
+    """Start (or resume) the upload of a run. ``run_key`` is the client's id for the run: creating a run
+    with the same key again answers the run already there, so an interrupted upload resumes."""
+
+    run_key: str = Field(pattern=r"^[A-Za-z0-9_-]{8,64}$")
+    version: Annotated[Str, Field(min_length=1, max_length=100)]
+    content_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    model: Annotated[Str, Field(min_length=1, max_length=200)]
+    sampling_args: dict[str, Any] = Field(default_factory=dict, max_length=64)
+    env_args: dict[str, Any] = Field(default_factory=dict, max_length=64)
+    sdk_version: Annotated[Str, Field(max_length=64)] = ""
+    num_examples: int = Field(ge=0, le=10**9)
+    rollouts_per_example: int = Field(ge=1, le=10**6)
+    visibility: Visibility = "private"
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class RolloutChunk(WireRequest):
+    rollouts: list[RolloutRecord] = Field(min_length=1, max_length=CHUNK_LIMIT)
+
+
+class ChunkReceipt(WireModel):
+    """``stored`` new rollouts, ``duplicates`` already there (same example and index), ``total`` now."""
+
+    stored: int
+    duplicates: int
+    total: int
+
+
+class RolloutKeys(WireModel):
+    """The (example_id, rollout_index) pairs the hub already holds for a run (to resume an upload)."""
+
+    keys: list[tuple[int, int]]
+
+
+class EvalRunInfo(WireModel):
+    id: int
+    environment: str
+    version: str
+    content_hash: str
+    model: str
+    sampling_args: dict[str, Any]
+    env_args: dict[str, Any]
+    sdk_version: str
+    visibility: Visibility
+    status: Literal["uploading", "complete"]
+    num_examples: int
+    rollouts_per_example: int
+    started_at: datetime | None
+    finished_at: datetime | None
+    uploader: str | None
+    created_at: datetime
+    finalized_at: datetime | None
+    rollout_count: int
+    scored_count: int
+    avg_reward: float | None
+    std_reward: float | None
+    reward_ci95: float | None = Field(description="Half-width of the 95% confidence interval of avg_reward.")
+    pass_at_k: dict[str, float]
+    avg_metrics: dict[str, float]
+    error_counts: dict[str, int]
+    prompt_tokens: int
+    completion_tokens: int
+    url: str = Field(description="The run's web page, relative to the hub root.")
+
+
+class EvalRunPage(WireModel):
+    items: list[EvalRunInfo]
+    total: int
+    page: int
+    per_page: int
+
+
+class StoredRollout(WireModel):
+    """A rollout as the hub answers it (what was uploaded)."""
+
+    example_id: int
+    rollout_index: int
+    task: str
+    prompt: list[dict[str, Any]] | str
+    completion: list[dict[str, Any]] | str
+    answer: str
+    reward: float | None
+    metrics: dict[str, float]
+    error: dict[str, Any] | None
+    stop_condition: str | None
+    is_truncated: bool
+    usage: dict[str, int]
+    timing: dict[str, float]
+
+
+class RolloutPage(WireModel):
+    items: list[StoredRollout]
+    total: int
+    page: int
+    per_page: int
+
+
+class LeaderboardEntry(WireModel):
+    model: str
+    version: str
+    run_id: int
+    avg_reward: float | None
+    reward_ci95: float | None
+    pass_at_k: dict[str, float]
+    rollout_count: int
+    date: datetime
+    uploader: str | None
+
+
+class Leaderboard(WireModel):
+    environment: str
+    pick: LeaderboardPick
+    entries: list[LeaderboardEntry]
 
 
 def problem_detail(body: str) -> str:

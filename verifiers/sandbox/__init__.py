@@ -34,8 +34,11 @@ _EXPORTS: dict[str, str] = {
     "reap_orphans": "verifiers.sandbox._registry",
     "RunscBackend": "verifiers.sandbox._runsc",
     "Sandbox": "verifiers.sandbox._sandbox",
+    "DirEntry": "verifiers.sandbox._types",
     "ExecResult": "verifiers.sandbox._types",
+    "FileMatches": "verifiers.sandbox._types",
     "SandboxLimits": "verifiers.sandbox._types",
+    "SearchResult": "verifiers.sandbox._types",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -53,4 +56,10 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     )
     from verifiers.sandbox._runsc import RunscBackend as RunscBackend
     from verifiers.sandbox._sandbox import Sandbox as Sandbox
-    from verifiers.sandbox._types import ExecResult as ExecResult, SandboxLimits as SandboxLimits
+    from verifiers.sandbox._types import (
+        DirEntry as DirEntry,
+        ExecResult as ExecResult,
+        FileMatches as FileMatches,
+        SandboxLimits as SandboxLimits,
+        SearchResult as SearchResult,
+    )

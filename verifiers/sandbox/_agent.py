@@ -230,6 +230,14 @@ class Agent:
             return {"ok": True}, b""
         if op == "ping":
             return {"ok": True, "pid": os.getpid()}, b""
+        if op == "list":
+            entries, truncated = self.op_list(
+                hdr.get("path") or ".", int(hdr.get("max_depth", 1)), bool(hdr.get("include_hidden")),
+                int(hdr.get("max_entries", 10_000)),
+            )  # fmt: skip
+            return {"ok": True, "entries": entries, "truncated": truncated}, b""
+        if op == "search":
+            return {"ok": True, **self.op_search(hdr)}, b""
         raise ValueError(f"unknown op {op!r}")
 
     # --- processes ---------------------------------------------------------------------------------
@@ -396,7 +404,9 @@ class Agent:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_CPU, (lim["cpu_s"], lim["cpu_s"] + 1))
         os.chdir(req["cwd"])
-        for src, dst in ((in_r, 0), (out_w, 1), (err_out_w, 2)):
+        # stderr_to_stdout: one pipe for both, so the output keeps the order in which it was written.
+        err_src = out_w if req.get("stderr_to_stdout") else err_out_w
+        for src, dst in ((in_r, 0), (out_w, 1), (err_src, 2)):
             os.dup2(src, dst)
         for fd in (in_r, out_w, err_out_w, cmd_r):
             os.close(fd)
@@ -424,7 +434,8 @@ class Agent:
         spare = self.take_spare()
         # Hand the command to the pre-forked process; it reports an exec failure on its error pipe, or
         # closes it (close-on-exec) once the program runs.
-        _write_all(spare.cmd_w, json.dumps({"argv": argv, "env": env, "cwd": cwd}).encode())
+        req = {"argv": argv, "env": env, "cwd": cwd, "stderr_to_stdout": bool(hdr.get("stderr_to_stdout"))}
+        _write_all(spare.cmd_w, json.dumps(req).encode())
         os.close(spare.cmd_w)
         failure = b""
         while chunk := os.read(spare.err_r, 4096):
@@ -641,6 +652,100 @@ class Agent:
                 return b"".join(chunks)
             finally:
                 os.close(fd)
+
+    def _walk(self, root: str, max_depth: int, include_hidden: bool) -> Iterator[tuple[str, str]]:
+        """``(path relative to the workspace, kind)`` under ``root`` (pre-order, sorted by name, at most
+        ``max_depth`` levels down; hidden names skipped unless asked); symlinks are listed, not followed."""
+        stack: list[tuple[str, int]] = [(root, 0)]
+        while stack:
+            d, depth = stack.pop()
+            try:
+                with os.scandir(d) as it:
+                    items = sorted(it, key=lambda e: e.name)
+            except OSError:
+                continue
+            subdirs: list[tuple[str, int]] = []
+            for e in items:
+                if not include_hidden and e.name.startswith("."):
+                    continue
+                rel = os.path.relpath(e.path, self.workspace)
+                if e.is_symlink():
+                    yield rel, "link"
+                elif e.is_dir():
+                    yield rel, "dir"
+                    if depth + 1 < max_depth:
+                        subdirs.append((e.path, depth + 1))
+                elif e.is_file():
+                    yield rel, "file"
+                else:
+                    yield rel, "other"
+            stack.extend(reversed(subdirs))
+
+    def op_list(
+        self, rel: str, max_depth: int, include_hidden: bool, max_entries: int
+    ) -> tuple[list[list[str]], bool]:
+        with self.as_user():
+            root = self.resolve(rel)
+            if not os.path.exists(root):
+                raise FileNotFoundError(errno.ENOENT, "no such file or directory", rel)
+            if not os.path.isdir(root):
+                raise NotADirectoryError(errno.ENOTDIR, "not a directory", rel)
+            out: list[list[str]] = []
+            for path, kind in self._walk(root, max_depth, include_hidden):
+                if len(out) >= max_entries:
+                    return out, True
+                out.append([path, kind])
+            return out, False
+
+    def op_search(self, hdr: dict[str, Any]) -> dict[str, Any]:
+        """Lines containing ``pattern`` (a plain substring) in a file, or in the text files under a
+        directory: per file the match count and up to ``max_lines`` ``[line number, line]`` pairs."""
+        rel = hdr.get("path") or "."
+        pattern = str(hdr["pattern"])
+        suffixes = tuple(hdr.get("suffixes") or ())
+        max_files, max_lines = int(hdr.get("max_files", 1000)), int(hdr.get("max_lines", 100))
+        max_file_bytes, max_line_chars = int(hdr.get("max_file_bytes", 8 << 20)), 1000
+        files: list[dict[str, Any]] = []
+        matched = 0
+        with self.as_user():
+            root = self.resolve(rel)
+            if os.path.isdir(root):
+                walk = self._walk(root, int(hdr.get("max_depth", 64)), bool(hdr.get("include_hidden")))
+                paths = [p for p, kind in walk if kind == "file" and (not suffixes or p.endswith(suffixes))]
+            elif os.path.isfile(root):
+                paths = [os.path.relpath(root, self.workspace)]
+            else:
+                raise FileNotFoundError(errno.ENOENT, "no such file or directory", rel)
+            for path in paths:
+                try:
+                    fd = os.open(
+                        os.path.join(self.workspace, path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+                    )
+                except OSError:
+                    continue
+                try:
+                    if os.fstat(fd).st_size > max_file_bytes:
+                        continue
+                    chunks = []
+                    while chunk := os.read(fd, 1 << 20):
+                        chunks.append(chunk)
+                finally:
+                    os.close(fd)
+                data = b"".join(chunks)
+                if pattern.encode() not in data or b"\0" in data[:8192]:
+                    continue  # no match, or a binary file (as grep sees it)
+                count = 0
+                lines: list[list[Any]] = []
+                for no, line in enumerate(data.decode(errors="replace").split("\n"), 1):
+                    if pattern in line:
+                        count += 1
+                        if len(lines) < max_lines:
+                            lines.append([no, line[:max_line_chars]])
+                if count:
+                    matched += 1
+                    if len(files) < max_files:
+                        files.append({"path": path, "count": count, "lines": lines})
+        return {"files": files, "files_matched": matched, "truncated": matched > len(files)}
 
     def op_bundle(self, dest: str, blob: bytes) -> int:
         import tarfile

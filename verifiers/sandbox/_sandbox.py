@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import Any
 
 from verifiers.errors import SandboxError
-from verifiers.sandbox._types import ExecResult, SandboxLimits
+from verifiers.sandbox._types import DirEntry, ExecResult, FileMatches, SandboxLimits, SearchResult
 
 log = logging.getLogger("verifiers.sandbox")
 
@@ -232,12 +232,15 @@ class Sandbox:
         timeout: float | None = None,  # noqa: ASYNC109 - the command's budget, enforced in the sandbox
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        stderr_to_stdout: bool = False,
     ) -> ExecResult:
         """Run ``command`` (an argv list, or a string for ``/bin/sh -c``) in the workspace.
 
         ``timeout`` defaults to the sandbox's ``limits.timeout_s``; when it runs out the whole process tree
         is killed and the result has ``timed_out=True``. ``cwd`` is relative to the workspace. ``env`` is
         added to a scrubbed environment (``PATH`` with a real ``python3``, ``HOME`` = the workspace).
+        ``stderr_to_stdout`` gives the command one pipe for both streams (like ``2>&1``): ``stdout`` then
+        holds them interleaved as written, and ``stderr`` is empty.
         """
         argv = ["/bin/sh", "-c", command] if isinstance(command, str) else [str(a) for a in command]
         if not argv:
@@ -256,6 +259,7 @@ class Sandbox:
             "timeout": budget,
             "max_output": self.limits.max_output_bytes,
             "has_stdin": data is not None,
+            "stderr_to_stdout": stderr_to_stdout,
         }
         reply, blob = await self._request(hdr, data or b"", reply_s=budget + REPLY_GRACE_S)
         n_out = int(reply["stdout_len"])
@@ -309,6 +313,66 @@ class Sandbox:
 
     async def read_text(self, path: str, *, encoding: str = "utf-8") -> str:
         return (await self.read_file(path)).decode(encoding, errors="replace")
+
+    async def list_dir(
+        self, path: str = ".", *, max_depth: int = 1, include_hidden: bool = False, max_entries: int = 10_000
+    ) -> list[DirEntry]:
+        """The entries under directory ``path``, ``max_depth`` levels down, in pre-order sorted by name
+        (names starting with ``.`` are skipped unless ``include_hidden``; symlinks are listed, not
+        followed). Served by the agent: no process is started. At most ``max_entries`` are returned."""
+        if max_depth < 1 or max_entries < 1:
+            raise ValueError("max_depth and max_entries must be at least 1")
+        hdr = {
+            "op": "list",
+            "path": check_rel_path(path),
+            "max_depth": max_depth,
+            "include_hidden": include_hidden,
+            "max_entries": max_entries,
+        }
+        reply, _ = await self._request(hdr, reply_s=OP_TIMEOUT_S)
+        return [DirEntry(path=str(p), kind=k) for p, k in reply["entries"]]
+
+    async def search(
+        self,
+        pattern: str,
+        path: str = ".",
+        *,
+        suffixes: Sequence[str] = (),
+        include_hidden: bool = False,
+        max_files: int = 1000,
+        max_lines: int = 100,
+    ) -> SearchResult:
+        """The lines that contain ``pattern`` (a plain substring, like ``grep -F``) in file ``path``, or in
+        every regular file under directory ``path`` whose name ends with one of ``suffixes`` (all files if
+        empty), hidden names skipped unless ``include_hidden``; binary files (a NUL byte near the start)
+        are skipped as grep does. Per file: the match count and the first ``max_lines`` lines; at most
+        ``max_files`` files (``files_matched`` counts them all). Served by the agent: no process is
+        started."""
+        if not pattern:
+            raise ValueError("empty search pattern")
+        if max_files < 0 or max_lines < 0:
+            raise ValueError("max_files and max_lines cannot be negative")
+        hdr = {
+            "op": "search",
+            "pattern": pattern,
+            "path": check_rel_path(path),
+            "suffixes": list(suffixes),
+            "include_hidden": include_hidden,
+            "max_files": max_files,
+            "max_lines": max_lines,
+        }
+        reply, _ = await self._request(hdr, reply_s=OP_TIMEOUT_S)
+        files = tuple(
+            FileMatches(
+                path=str(f["path"]),
+                count=int(f["count"]),
+                lines=tuple((int(n), str(t)) for n, t in f["lines"]),
+            )
+            for f in reply["files"]
+        )
+        return SearchResult(
+            files=files, files_matched=int(reply["files_matched"]), truncated=bool(reply["truncated"])
+        )
 
     async def upload_bundle(self, tar_bytes: bytes, dest: str = ".") -> int:
         """Extract a tar archive (optionally compressed) under ``dest``; returns the number of members.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -77,3 +78,34 @@ class ExecResult:
     @property
     def output(self) -> str:
         return self.stdout + self.stderr
+
+
+@dataclass(frozen=True, slots=True)
+class DirEntry:
+    """One entry of ``Sandbox.list_dir``: its path relative to the workspace and what it is."""
+
+    path: str
+    kind: Literal["file", "dir", "link", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class FileMatches:
+    """The lines of one file that contain a ``Sandbox.search`` pattern."""
+
+    #: Relative to the workspace.
+    path: str
+    #: How many lines match (all of them, even past ``max_lines``).
+    count: int
+    #: ``(line number from 1, line)`` of the first ``max_lines`` matching lines.
+    lines: tuple[tuple[int, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """What ``Sandbox.search`` found: the matching files in path order."""
+
+    files: tuple[FileMatches, ...]
+    #: Files with a match, including those past ``max_files``.
+    files_matched: int
+    #: More files matched than ``files`` holds.
+    truncated: bool

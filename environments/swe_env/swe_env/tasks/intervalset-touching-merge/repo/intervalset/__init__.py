@@ -1,0 +1,5 @@
+"""Integer interval sets."""
+
+from intervalset.core import IntervalSet
+
+__all__ = ["IntervalSet"]

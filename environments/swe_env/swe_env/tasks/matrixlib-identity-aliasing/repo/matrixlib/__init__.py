@@ -1,0 +1,5 @@
+"""Small dense matrices."""
+
+from matrixlib.core import Matrix
+
+__all__ = ["Matrix"]

@@ -1,0 +1,5 @@
+"""Text wrapping helpers."""
+
+from textwrapper.core import columns, fill, justify, shorten, wrap
+
+__all__ = ["columns", "fill", "justify", "shorten", "wrap"]

@@ -1,0 +1,132 @@
+"""``vf-view RUN_DIR`` (issue 14): the eval pages for a local run directory made by a real vf-eval run
+against the scripted model server, on loopback, following ``results.jsonl`` as it grows."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from hub_server.local_view import create_local_app
+from tests.hub.conftest import free_port
+from tests.hub.test_e2e import make_project
+from tests.scripted_server import Rule, ScriptedServer
+from verifiers.cli.view import RunDirectory
+
+RULES = [Rule("capital of France", "Paris"), Rule("days are in a week", "7")]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("view") / "work"
+    make_project(work / "environments")
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+    with ScriptedServer(rules=RULES, default="no idea") as model:
+        ran = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from verifiers.cli.eval import main; main(sys.argv[1:])",
+                "demo-env",
+                "-m",
+                "scripted/m",
+                "-b",
+                model.url,
+                "-n",
+                "7",
+                "-r",
+                "2",
+            ],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    (found,) = [p.parent for p in (work / "outputs").rglob("metadata.json")]
+    return found
+
+
+def test_the_local_pages_show_the_run(run_dir: Path) -> None:
+    meta = json.loads((run_dir / "metadata.json").read_text())
+    with TestClient(create_local_app(RunDirectory(run_dir))) as client:
+        page = client.get("/")
+        assert page.status_code == 200
+        html = page.text
+        assert f'id="mean-reward">{meta["avg_reward"]:.3f}' in html
+        assert "local viewer" in html and "nothing is published" in html
+        assert '<svg class="histogram"' in html and "scripted/m" in html
+        assert "/login" not in html  # no hub navigation on the local pages
+        assert page.headers["content-security-policy"].startswith("default-src 'none'")
+        good = client.get("/?min_reward=1").text
+        table = good[good.index('<table class="rollouts">') :]
+        assert len(re.findall(r'href="/rollouts/\d+/\d+"', table)) == 4
+        rollout = client.get("/rollouts/0/0")
+        assert rollout.status_code == 200
+        assert "What is the capital of France?" in rollout.text and "Paris" in rollout.text
+        assert client.get("/rollouts/99/0").status_code == 404
+
+
+def test_the_pages_follow_a_growing_results_file(run_dir: Path, tmp_path: Path) -> None:
+    live = tmp_path / "live"
+    live.mkdir()
+    (live / "metadata.json").write_text(
+        (run_dir / "metadata.json").read_text().replace('"completed"', '"running"')
+    )
+    lines = (run_dir / "results.jsonl").read_bytes().splitlines(keepends=True)
+    results = live / "results.jsonl"
+    results.write_bytes(b"".join(lines[:3]))
+    with TestClient(create_local_app(RunDirectory(live))) as client:
+        assert client.get("/").text.count('href="/rollouts/') >= 3
+        assert ">running<" in client.get("/").text
+        with results.open("ab") as f:
+            f.write(lines[3][:10])  # a line still being written is not read yet
+        before = client.get("/").text
+        assert "3 rollouts match" in before
+        with results.open("ab") as f:
+            f.write(lines[3][10:])
+            f.writelines(lines[4:])
+        assert f"{len(lines)} rollouts match" in client.get("/").text
+
+
+def test_vf_view_serves_on_loopback(run_dir: Path) -> None:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "verifiers.cli.view", str(run_dir), "--port", str(port), "--no-open"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                page = httpx.get(f"http://127.0.0.1:{port}/", timeout=5)
+                break
+            except httpx.ConnectError:
+                assert proc.poll() is None, proc.communicate()
+                assert time.monotonic() < deadline, "vf-view did not start"
+                time.sleep(0.1)
+        assert page.status_code == 200 and "demo-env" in page.text
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=15)
+    assert f"at http://127.0.0.1:{port}/" in err
+
+
+def test_vf_view_refuses_what_is_not_a_run_directory(tmp_path: Path) -> None:
+    res = subprocess.run(
+        [sys.executable, "-m", "verifiers.cli.view", str(tmp_path), "--no-open"],
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode != 0 and "is not a run directory" in res.stderr and "Traceback" not in res.stderr

@@ -1,0 +1,408 @@
+"""The engine's Ray backend: groups of rollouts run on Ray actors across a cluster; the driver keeps
+the plan, the run directory and the single writer.
+
+One actor per node (``RayOptions.actors_per_node`` for more), pinned to its node. Each actor loads the
+environment once by id (``RayOptions.loader``, a ``"module:function"`` name imported in the actor's
+process, so this layer never imports the environments), makes its own client (its own connection pool)
+and calls ``env.setup()`` (its own sandbox pool). The driver hands each group to the actor with the
+fewest rollouts in flight and gets the group's finished records back, which the caller writes.
+
+Guarantees, the same as the local engine's:
+
+- ``max_concurrent`` counts rollouts across the cluster: a group is dispatched only when the driver's
+  cap (fixed or adaptive, ``verifiers.eval.concurrency``) has a slot for each of its rollouts;
+- a group is recorded only when its actor returns it, so an actor (or node) that dies loses its
+  in-flight groups, which are dispatched again to the actors left: recorded at most once, and once;
+- cancellation cancels the in-flight calls and kills the actors; groups already returned stay written;
+- an error inside a rollout keeps its category (it is part of the record); a failure of an actor
+  itself (the environment does not load there, a bug in a callback) stops the run, loudly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import itertools
+import math
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from verifiers.clients import Client
+from verifiers.eval.concurrency import AdaptiveLimit, Limit
+from verifiers.eval.engine import GroupPlan, RunProgress, ScoreMode, schedule
+from verifiers.types import Row, SamplingArgs, State
+
+#: The default environment loader, named (not imported) so the engine stays below the environments.
+DEFAULT_LOADER = "verifiers.envs.loading:load_environment"
+#: ``RayOptions.address`` meaning "start a Ray instance on this machine for the run".
+LOCAL = "local"
+#: Records of a finished group, as ``env.result_record`` made them.
+RecordsCallback = Callable[[list[dict[str, Any]]], None]
+
+
+class RayUnavailableError(RuntimeError):
+    """Ray is not installed (``pip install 'verifiers-sdk[ray]'``) or the cluster cannot be reached."""
+
+
+class WorkerLostError(RuntimeError):
+    """Every actor of the run died: nothing is left to run the remaining groups."""
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    """Where and how a run uses Ray.
+
+    ``address``: ``"local"`` starts a Ray instance here for the run (stopped after it); ``"auto"`` joins
+    the cluster this machine belongs to; ``"ray://host:10001"`` connects through Ray Client; a
+    ``host:port`` joins that head node."""
+
+    address: str = LOCAL
+    actors_per_node: int = 1
+    #: CPUs each actor reserves (0: actors fit beside anything; nodes are chosen explicitly).
+    num_cpus: float = 0.0
+    loader: str = DEFAULT_LOADER
+    #: Ray's ``runtime_env`` for the run's job (e.g. ``{"pip": [...]}`` to ship an environment package).
+    runtime_env: dict[str, Any] | None = None
+
+
+def ray_options(value: RayOptions | str | bool | None) -> RayOptions | None:
+    """What callers pass as ``ray=``: ``None``/``False`` (no Ray), ``True`` (a local instance), an
+    address, or ``RayOptions``."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return RayOptions()
+    if isinstance(value, RayOptions):
+        return value
+    return RayOptions(address=str(value).strip() or LOCAL)
+
+
+@dataclass
+class RayReport:
+    """What a distributed run did, for ``metadata.json`` (``extra["ray"]``)."""
+
+    address: str
+    actors: int = 0
+    #: Groups recorded per node id (every node that ran groups appears).
+    groups_by_node: Counter[str] = field(default_factory=Counter)
+    #: Groups dispatched again because their actor died.
+    requeued: int = 0
+    actors_lost: int = 0
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "address": self.address,
+            "actors": self.actors,
+            "nodes": len(self.groups_by_node),
+            "groups_by_node": dict(sorted(self.groups_by_node.items())),
+            "requeued_groups": self.requeued,
+            "actors_lost": self.actors_lost,
+        }
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise RayUnavailableError(
+            "distributed evaluation needs Ray: pip install 'verifiers-sdk[ray]'"
+        ) from None
+    return ray
+
+
+def resolve_loader(name: str) -> Callable[..., Any]:
+    """``"module:function"`` as the function (imported here, i.e. in the actor's process)."""
+    module, _, attr = name.partition(":")
+    if not module or not attr:
+        raise ValueError(f"loader must be 'module:function', not {name!r}")
+    fn = getattr(importlib.import_module(module), attr)
+    if not callable(fn):
+        raise TypeError(f"{name} is not callable")
+    return fn  # type: ignore[no-any-return]
+
+
+class GroupWorker:
+    """The actor: one environment, one client, groups run with the local engine."""
+
+    def __init__(
+        self,
+        loader: str,
+        env_id: str,
+        env_args: dict[str, Any],
+        client_spec: tuple[list[Any], dict[str, Any]],
+        model: str,
+        sampling_args: SamplingArgs | None,
+        score: ScoreMode,
+        max_tokens_limit: int | None,
+        timeout: float | None,
+    ) -> None:
+        self.loader, self.env_id, self.env_args = loader, env_id, env_args
+        self.client_spec = client_spec
+        self.model, self.sampling_args, self.score = model, sampling_args, score
+        self.max_tokens_limit, self.timeout = max_tokens_limit, timeout
+        self.env: Any = None
+        self.client: Client | None = None
+        self.node_id = ""
+
+    async def start(self) -> dict[str, Any]:
+        ray = _import_ray()
+        self.node_id = str(ray.get_runtime_context().get_node_id())
+        self.env = resolve_loader(self.loader)(self.env_id, **self.env_args)
+        if self.timeout is not None:
+            self.env.timeout = self.timeout
+        endpoints, options = self.client_spec
+        self.client = Client(endpoints, **options)
+        await self.env.setup()
+        return {
+            "node_id": self.node_id,
+            "env_version": getattr(self.env, "env_version", ""),
+            "env_content_hash": getattr(self.env, "env_content_hash", ""),
+        }
+
+    async def run_group(self, row: Row, indices: list[int], slots: int) -> dict[str, Any]:
+        assert self.client is not None, "start() first"
+        before = self.client.stats.throttled
+        groups = await schedule(
+            self.env,
+            [GroupPlan(row, indices)],
+            self.client,
+            self.model,
+            max_concurrent=slots,
+            sampling_args=self.sampling_args,
+            score=self.score,
+            progress=RunProgress(),
+            max_tokens_limit=self.max_tokens_limit,
+        )
+        return {
+            "records": [self.env.result_record(s) for s in groups[0]],
+            "node_id": self.node_id,
+            "throttled": self.client.stats.throttled - before,
+        }
+
+    async def stop(self) -> None:
+        try:
+            if self.env is not None:
+                await self.env.teardown()
+        finally:
+            if self.client is not None:
+                await self.client.aclose()
+
+
+def _alive_nodes(ray: Any) -> list[str]:
+    return [str(n["NodeID"]) for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU")]
+
+
+def _connect(ray: Any, options: RayOptions) -> bool:
+    """Join or start Ray; ``True`` when this call initialised it (and so must shut it down)."""
+    if ray.is_initialized():
+        return False
+    kwargs: dict[str, Any] = {"logging_level": "WARNING", "log_to_driver": False}
+    if options.runtime_env is not None:
+        kwargs["runtime_env"] = options.runtime_env
+    if options.address == LOCAL:
+        kwargs["include_dashboard"] = False
+    else:
+        kwargs["address"] = options.address
+    try:
+        ray.init(**kwargs)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise RayUnavailableError(f"cannot reach the Ray cluster at {options.address}: {exc}") from None
+    return True
+
+
+async def schedule_ray(
+    env: Any,
+    plans: Sequence[GroupPlan],
+    client: Client,
+    model: str,
+    *,
+    options: RayOptions,
+    limit: Limit,
+    sampling_args: SamplingArgs | None,
+    score: ScoreMode,
+    on_records: RecordsCallback,
+    progress: RunProgress,
+    max_tokens_limit: int | None = None,
+    report: RayReport | None = None,
+) -> RayReport:
+    """Run every planned group on Ray actors (see the module docstring); ``on_records`` gets each
+    finished group's records on the driver's event loop, in completion order. ``report`` (filled as
+    the run goes) lets the caller show it while the run is live."""
+    ray = _import_ray()
+    report = report if report is not None else RayReport(address=options.address)
+    progress.total += sum(len(p.rollout_indices) for p in plans)
+    progress.limit = limit
+    owns = await asyncio.to_thread(_connect, ray, options)
+    actors: list[Any] = []
+    try:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        nodes = _alive_nodes(ray)
+        if not nodes:
+            raise RayUnavailableError(f"the Ray cluster at {options.address} has no node with CPUs")
+        remote_cls = ray.remote(GroupWorker)
+        spec = client.portable()
+        for node in nodes:
+            for _ in range(options.actors_per_node):
+                actors.append(
+                    remote_cls.options(
+                        scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
+                        num_cpus=options.num_cpus,
+                        max_restarts=0,
+                        max_concurrency=100_000,
+                    ).remote(
+                        options.loader,
+                        env.env_id,
+                        dict(env.env_args),
+                        spec,
+                        model,
+                        sampling_args,
+                        score,
+                        max_tokens_limit,
+                        getattr(env, "timeout", None),
+                    )
+                )
+        report.actors = len(actors)
+        identities = await asyncio.gather(*(a.start.remote() for a in actors))
+        for ident in identities:
+            if ident["env_content_hash"] != getattr(env, "env_content_hash", ident["env_content_hash"]):
+                raise RuntimeError(
+                    f"node {ident['node_id']} has a different {env.env_id} (content hash "
+                    f"{ident['env_content_hash'][:12]}, here {env.env_content_hash[:12]}): install the same "
+                    "version on every node"
+                )
+        progress.started = time.monotonic()  # the rate counts from here, not from actor start-up
+        await _dispatch(ray, actors, plans, limit, on_records, progress, report)
+    finally:
+        await _stop(ray, actors)
+        if owns:
+            await asyncio.to_thread(ray.shutdown)
+    return report
+
+
+async def _stop(ray: Any, actors: list[Any]) -> None:
+    if not actors:
+        return
+    try:
+        async with asyncio.timeout(10):
+            await asyncio.gather(*(a.stop.remote() for a in actors), return_exceptions=True)
+    except TimeoutError:
+        pass
+    finally:
+        for a in actors:
+            try:
+                ray.kill(a)
+            except Exception:  # already dead
+                pass
+
+
+async def _dispatch(
+    ray: Any,
+    actors: list[Any],
+    plans: Sequence[GroupPlan],
+    limit: Limit,
+    on_records: RecordsCallback,
+    progress: RunProgress,
+    report: RayReport,
+) -> None:
+    from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
+
+    lost_errors = (ActorDiedError, ActorUnavailableError, RayActorError)
+    ceiling = limit.ceiling if isinstance(limit, AdaptiveLimit) else limit.limit
+    per_group = max(1, max((len(p.rollout_indices) for p in plans), default=1))
+    window = asyncio.Semaphore(2 * math.ceil(ceiling / per_group) + 1)
+    load = {i: 0 for i in range(len(actors))}  # rollouts in flight per live actor
+    retry: deque[GroupPlan] = deque()
+    rotation = itertools.count()
+    source: Iterator[GroupPlan] = iter(plans)
+    tasks: set[asyncio.Task[None]] = set()
+    failure: list[BaseException] = []
+
+    async def run_group(plan: GroupPlan) -> None:
+        slots = min(len(plan.rollout_indices), ceiling)
+        taken = 0
+        idx: int | None = None
+        try:
+            for _ in range(slots):
+                await limit.acquire()
+                taken += 1
+            if not load:
+                raise WorkerLostError(
+                    "every Ray actor of the run died; resume the run when the cluster is back"
+                )
+            # The least-loaded actor; ties go round-robin so idle actors all get work.
+            turn = next(rotation)
+            idx = min(load, key=lambda i: (load[i], (i - turn) % len(actors)))
+            load[idx] += slots
+            progress.in_flight += slots
+            progress.max_in_flight = max(progress.max_in_flight, progress.in_flight)
+            sent_at = time.monotonic()
+            ref = actors[idx].run_group.remote(plan.row, plan.rollout_indices, slots)
+            try:
+                out = await ref
+            except asyncio.CancelledError:
+                ray.cancel(ref)
+                raise
+            except lost_errors:
+                if load.pop(idx, None) is not None:
+                    report.actors_lost += 1
+                report.requeued += 1
+                retry.append(plan)  # never recorded: its actor died before returning it
+                return
+            if out["throttled"]:
+                limit.throttled(sent_at)
+            records: list[dict[str, Any]] = out["records"]
+            report.groups_by_node[out["node_id"]] += 1
+            progress.generated += len(records)
+            progress.record(cast(list[State], records))  # records carry the same error/reward keys
+            on_records(records)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # an actor that failed (not died), or a callback bug: stop loudly
+            failure.append(exc)
+        finally:
+            if idx is not None:
+                progress.in_flight -= slots
+                if idx in load:
+                    load[idx] -= slots
+            for _ in range(taken):
+                limit.release()
+            window.release()
+
+    try:
+        while not failure:
+            plan = retry.popleft() if retry else next(source, None)
+            if plan is None:
+                if not tasks:
+                    break
+                await asyncio.wait(set(tasks), return_when=asyncio.FIRST_COMPLETED)
+                continue
+            await window.acquire()
+            t = asyncio.create_task(run_group(plan))
+            tasks.add(t)
+            t.add_done_callback(tasks.discard)
+    finally:
+        pending = [t for t in tasks if not t.done()]
+        for t in pending:
+            t.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+    if failure:
+        raise failure[0]
+
+
+__all__ = [
+    "DEFAULT_LOADER",
+    "LOCAL",
+    "GroupWorker",
+    "RayOptions",
+    "RayReport",
+    "RayUnavailableError",
+    "WorkerLostError",
+    "ray_options",
+    "resolve_loader",
+    "schedule_ray",
+]
