@@ -55,7 +55,8 @@ done
 
 # The reference SDK (`verifiers==0.1.12` from PyPI, what prime-rl v0.5.0 pins) in its own venv: tests/serve
 # drive vf-serve with that SDK's own ZMQ env-server client. Both import as `verifiers`, hence a second venv.
-if ! .venv-ref/bin/python -c "import verifiers.serve, zmq, msgpack" >/dev/null 2>&1; then
+# (-I: never import the checkout's own `verifiers` from the current directory.)
+if ! .venv-ref/bin/python -I -c "import verifiers, verifiers.serve, zmq, msgpack; assert verifiers.__version__ == '0.1.12'" >/dev/null 2>&1; then
   [ -x .venv-ref/bin/python ] || "$PY" -m venv .venv-ref
   .venv-ref/bin/python -m pip install -q "verifiers==0.1.12" pyzmq msgpack
 fi

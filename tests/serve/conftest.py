@@ -128,7 +128,9 @@ def reference_python() -> Path:
     if (
         not REF_PYTHON.exists()
         or subprocess.run(
-            [str(REF_PYTHON), "-c", "import verifiers.serve, zmq, msgpack"], cwd="/", capture_output=True
+            [str(REF_PYTHON), "-I", "-c", "import verifiers.serve, zmq, msgpack"],
+            cwd="/",
+            capture_output=True,
         ).returncode
     ):
         reason = f"the reference SDK venv {REF_PYTHON} is missing (scripts/setup.sh creates it)"

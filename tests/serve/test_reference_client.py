@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import httpx
 
 from tests.scripted_server import ScriptedServer
 from tests.serve.conftest import LOGIC, Served
-from verifiers.envs import load_environment
 
 DRIVER = Path(__file__).with_name("ref_driver.py")
 
@@ -34,10 +34,16 @@ def test_reference_client_gets_valid_token_level_outputs(
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     out = json.loads(proc.stdout)
-    # The same completions scored in-process by our engine (what vf-eval runs).
-    env = load_environment(LOGIC[0], **LOGIC[1])
-    states = env.generate(env.select_rows(4), model_server.url, "m")
-    want = {s["example_id"]: s for s in states}
+    # The same completions scored by vf-eval itself (a real run directory's results.jsonl).
+    run_dir = tmp_path / "eval"
+    env_id, env_args = LOGIC
+    cmd = [sys.executable, "-m", "verifiers.cli.eval", env_id, "-b", model_server.url, "-m", "m"]
+    cmd += ["-n", "4", "-r", "1", "-a", json.dumps(env_args), "-o", str(run_dir)]
+    ev = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    assert ev.returncode == 0, ev.stderr[-3000:]
+    rows_out = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
+    want = {r["example_id"]: r for r in rows_out}
+    assert sorted(want) == [0, 1, 2, 3]
     digests = out["train"] + [d for g in out["eval"] for d in g]
     assert len(out["train"]) == 8 and [len(g) for g in out["eval"]] == [2, 2, 2, 2]
     for d in digests:

@@ -91,3 +91,19 @@ def test_without_a_gpu_launch_stops_once_the_env_servers_are_healthy(
     assert "vf-serve listening" in log
     with pytest.raises(httpx.HTTPError):  # stopped on the way out
         httpx.get(f"http://127.0.0.1:{http}/health", timeout=2)
+
+
+def test_bridge_command_rewrites_the_packages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run"
+    render("single-node", ["math-env", "code-env"], "M", run)
+    for pkg in (run / "packages").iterdir():
+        for f in pkg.iterdir():
+            f.unlink()
+    with pytest.raises(SystemExit) as exc:
+        main(["bridge", str(run)])
+    assert exc.value.code == 0
+    names = {p.name for p in (run / "packages").iterdir()}
+    assert names == {"vf-icepop-loss", "math-env-vfbridge", "code-env-vfbridge"}
+    assert (run / "packages" / "code-env-vfbridge" / "code_env_vfbridge.py").is_file()
+    assert (run / "packages" / "vf-icepop-loss" / "pyproject.toml").is_file()
+    assert capsys.readouterr().out.count("wrote ") == 3

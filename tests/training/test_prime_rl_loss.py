@@ -147,3 +147,14 @@ def test_returns_prime_rl_shaped_outputs(loss_module: ModuleType) -> None:
     assert all(isinstance(v, torch.Tensor) and v.dim() == 0 for v in out.metrics.values())
     with pytest.raises(ValueError, match="beta"):
         loss_module.icepop_loss(inputs, alpha=0.5, beta=0.1)
+
+
+def test_the_rendered_kwargs_are_the_loss_functions_parameters(loss_module: ModuleType) -> None:
+    import inspect
+
+    from verifiers.training.prime_rl.spec import LOSS_IMPORT_PATH, LOSS_KWARGS
+
+    assert LOSS_IMPORT_PATH == "vf_icepop_loss.icepop_loss"
+    params = inspect.signature(loss_module.icepop_loss).parameters
+    assert list(params)[1:] == list(LOSS_KWARGS)
+    assert {k: params[k].default for k in LOSS_KWARGS} == LOSS_KWARGS

@@ -21,6 +21,7 @@ import logging
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,7 @@ class _Worker:
     ready: asyncio.Future[dict[str, Any]]
     jobs: dict[str, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
     rollouts: int = 0
+    last_seen: float = field(default_factory=time.monotonic)
 
 
 class WorkerPool:
@@ -65,6 +67,7 @@ class WorkerPool:
         workers: int = 1,
         max_concurrent: int = 32,
         startup_timeout: float = 300.0,
+        heartbeat_timeout: float = 60.0,
     ) -> None:
         if workers < 1:
             raise ValueError("workers must be at least 1")
@@ -74,6 +77,9 @@ class WorkerPool:
         self.per_worker = max(1, -(-max_concurrent // workers))
         self.failed_group = failed_group
         self.startup_timeout = startup_timeout
+        #: A ready worker silent this long (its event loop blocked: a hung reward function, a deadlock)
+        #: is killed, and then handled as a crash.
+        self.heartbeat_timeout = heartbeat_timeout
         self.workers: dict[int, _Worker] = {}
         self.restarts = 0
         self.accepting = True
@@ -101,6 +107,7 @@ class WorkerPool:
         self._sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
         self._sock.bind(self.address)
         self._spawn_task(self._receive_loop())
+        self._spawn_task(self._check_heartbeats())
         starting = [await self._start_worker(i) for i in range(self.num_workers)]
         await asyncio.gather(*(self._wait_ready(w) for w in starting))
 
@@ -155,6 +162,7 @@ class WorkerPool:
             worker = next((w for w in self.workers.values() if w.ident == ident), None)
             if worker is None:
                 continue
+            worker.last_seen = time.monotonic()
             if msg.get("op") == "ready":
                 if not worker.ready.done():
                     worker.ready.set_result(msg)
@@ -188,6 +196,17 @@ class WorkerPool:
                 return
             except Exception as exc:  # keep trying: the other workers still serve meanwhile
                 log.error("restarting env-server worker %d failed: %s", worker.index, exc)
+
+    async def _check_heartbeats(self) -> None:
+        while True:
+            await asyncio.sleep(min(1.0, self.heartbeat_timeout / 4))
+            now = time.monotonic()
+            for w in list(self.workers.values()):
+                silent = now - w.last_seen
+                if w.ready.done() and w.proc.returncode is None and silent > self.heartbeat_timeout:
+                    log.error("env-server worker %d silent for %.0fs; killing it", w.index, silent)
+                    with contextlib.suppress(ProcessLookupError):
+                        w.proc.kill()  # _watch sees it exit: its groups get infra errors, it restarts
 
     def _check_idle(self) -> None:
         if any(w.jobs for w in self.workers.values()):

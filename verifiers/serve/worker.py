@@ -23,6 +23,7 @@ from verifiers.errors import error_record
 from verifiers.eval.sync import run_async
 from verifiers.serve.runner import GroupJob, GroupRunner
 
+#: Seconds between heartbeats (and checks that the parent is still there).
 _PARENT_POLL_S = 1.0
 
 
@@ -68,7 +69,9 @@ async def _serve(
             await send({"op": "done", "id": job_id, "ok": False, "error": error_record(exc)})
 
     async def watch_parent() -> None:
-        while os.getppid() == parent:  # noqa: ASYNC110 - no event tells us the parent died
+        # Also the heartbeat: the pool restarts a worker whose event loop stops answering (a hung env).
+        while os.getppid() == parent:  # no event tells us the parent died
+            await send({"op": "beat"})
             await asyncio.sleep(_PARENT_POLL_S)
         os._exit(0)  # orphaned: nobody can receive our results
 

@@ -22,9 +22,9 @@ __all__ = ["fast_backend", "scripted", "secure_backend"]
 
 
 @pytest.fixture
-async def repo_sandbox(fast_backend: str) -> AsyncIterator[Sandbox]:
+async def repo_sandbox(secure_backend: str) -> AsyncIterator[Sandbox]:
     """A sandbox with the tiny task's files under ``repo/`` (no git, no runner: for the tool tests)."""
-    sb = await get_backend(fast_backend).create(SandboxLimits(timeout_s=20))
+    sb = await get_backend(secure_backend).create(SandboxLimits(timeout_s=20))
     try:
         for path, text in TINY.repo_files.items():
             await sb.write_file(f"repo/{path}", text)

@@ -224,3 +224,21 @@ async def test_the_wall_clock_ends_the_rollout_and_it_is_graded(
     [row] = results_of(tmp_path / "run")
     assert row["stop_condition"] == "out_of_time" and row["error"] is None and row["reward"] == 0.0
     assert row["metrics"]["turns"] == 0.0 and not scripted.requests
+
+
+async def test_edits_to_the_hidden_tests_are_discarded(
+    scripted: ScriptedServer, fast_backend: str, tmp_path: Path
+) -> None:
+    """An agent that writes its own always-passing version of the hidden test, and weakens a visible one,
+    fixes nothing: grading restores both and the reward is 0."""
+    env = make_env(backend=fast_backend, pool_size=1)
+    fake = "def test_add():\n    pass\n"
+    scripted.enqueue(
+        Reply(content="", tool_calls=[tool_call("file_editor", {"command": "create", "path": "tests/test_add.py", "file_text": fake}, call_id="a")]),
+        Reply(content="", tool_calls=[tool_call("file_editor", {"command": "str_replace", "path": "tests/test_double.py", "old_str": "== 8", "new_str": "== 8 or True"}, call_id="b")]),
+        Reply(content="", tool_calls=[tool_call("finish", {"command": "submit"}, call_id="c")]),
+    )  # fmt: skip
+    await env.a_evaluate(scripted.url, "m", output_dir=tmp_path / "run")
+    [row] = results_of(tmp_path / "run")
+    assert row["error"] is None and row["reward"] == 0.0 and row["metrics"]["edit_failures"] == 0.0
+    assert row["grading"]["statuses"]["tests/test_add.py::test_add"] == "FAILED"

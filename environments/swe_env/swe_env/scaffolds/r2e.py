@@ -186,15 +186,23 @@ class R2EEnv(SweEnv):
         concise: bool = False,
     ) -> str:
         """Custom editing tool for viewing, creating and editing files.
+
         * State is persistent across command calls and discussions with the user.
+
         * If `path` is a file, `view` displays the result of applying `cat -n`. If `path` is a directory, `view` lists non-hidden files and directories up to 2 levels deep.
+
         * The `create` command cannot be used if the specified `path` already exists as a file.
+
         * If a `command` generates a long output, it will be truncated and marked with `<response clipped>`.
+
         * The `undo_edit` command will revert the last edit made to the file at `path`.
 
         Notes for using the `str_replace` command:
+
         * The `old_str` parameter should match EXACTLY one or more consecutive lines from the original file. Be mindful of whitespaces!
+
         * If the `old_str` parameter is not unique in the file, the replacement will not be performed (the error lists the line of every occurrence). Make sure to include enough context in `old_str` to make it unique.
+
         * The `new_str` parameter should contain the edited lines that should replace the `old_str`.
 
         Args:
@@ -379,8 +387,11 @@ class R2EEnv(SweEnv):
         """Search for a term in either a directory or a single file.
 
         * If `path` points to a directory (default is `.`, the repository), all non-hidden Python files under it are searched recursively, and the number of matches per file is listed.
+
         * If `path` points to a file, the lines containing the search term are shown with their line numbers.
+
         * If more than 100 files match (directory search), the tool stops listing and asks you to narrow your search.
+
         * If nothing matches, the tool says so.
 
         Args:
