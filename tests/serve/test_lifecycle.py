@@ -177,3 +177,20 @@ def test_sigterm_drains_in_flight_groups(serve_factory: Callable[..., Served]) -
     rows = resp.json()["rollouts"]
     assert resp.status_code == 200 and len(rows) == 4
     assert all(r["error"] is None and r["reward"] is not None for r in rows)
+
+
+def test_a_hung_worker_is_killed_and_restarted(serve_factory: Callable[..., Served]) -> None:
+    served = serve_factory(*LOGIC, "--worker-timeout", "2")
+    (pid,) = served.info()["worker_pids"]
+    out: list[httpx.Response] = []
+    with held_server() as slow:
+        t = post_in_thread(served, {"model": "m", "base_url": slow.url, "example_ids": [0]}, out)
+        wait_for(lambda: slow.in_flight == 1, what="the rollout to reach the model")
+        os.kill(pid, signal.SIGSTOP)  # a worker whose event loop never comes back
+        t.join(30)
+    (resp,) = out
+    (row,) = resp.json()["rollouts"]
+    assert row["error"]["type"] == "WorkerCrashedError" and "stopped answering" in row["error"]["message"]
+    wait_for(
+        lambda: served.info()["worker_restarts"] == 1 and served.info()["worker_pids"] not in ([], [pid])
+    )

@@ -36,6 +36,9 @@ def serve_command(
     drain_timeout: Annotated[
         float, typer.Option("--drain-timeout", help="seconds SIGTERM waits for in-flight groups")
     ] = 600.0,
+    worker_timeout: Annotated[
+        float, typer.Option("--worker-timeout", help="seconds a silent (hung) worker lives before a restart")
+    ] = 60.0,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="log more")] = False,
 ) -> None:
     """Serve an environment to trainers: GET /health, /info, /dataset and POST /rollouts over HTTP (JSON,
@@ -45,6 +48,8 @@ def serve_command(
     setup_logging(verbose)
     if max_concurrent < 1 or workers < 1:
         fail("--max-concurrent and --workers must be at least 1")
+    if worker_timeout <= 0 or drain_timeout < 0:
+        fail("--worker-timeout must be positive and --drain-timeout not negative")
     try:
         import msgpack  # noqa: F401
         import zmq  # noqa: F401
@@ -63,6 +68,7 @@ def serve_command(
         max_concurrent=max_concurrent,
         workers=workers,
         drain_timeout=drain_timeout,
+        worker_timeout=worker_timeout,
     )
     try:
         run_async(serve(config))

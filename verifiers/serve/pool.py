@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verifiers.errors import InfraError
+from verifiers.errors import InfraError, error_record
 from verifiers.serve.runner import EncodedGroup, GroupJob, encode_group, job_sampling_args
 
 log = logging.getLogger(__name__)
@@ -55,6 +55,8 @@ class _Worker:
     jobs: dict[str, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
     rollouts: int = 0
     last_seen: float = field(default_factory=time.monotonic)
+    #: Why the pool killed it, if it did.
+    killed_because: str | None = None
 
 
 class WorkerPool:
@@ -158,7 +160,11 @@ class WorkerPool:
 
         while True:
             ident, payload = await self._sock.recv_multipart()
-            msg = msgpack.unpackb(payload, raw=False)
+            try:
+                msg = msgpack.unpackb(payload, raw=False)
+            except Exception:  # never let one bad message stop every answer
+                log.exception("env-server pool: unreadable message from a worker")
+                continue
             worker = next((w for w in self.workers.values() if w.ident == ident), None)
             if worker is None:
                 continue
@@ -179,8 +185,9 @@ class WorkerPool:
         log.error(
             "env-server worker %d (pid %d) exited with %s; restarting", worker.index, worker.proc.pid, status
         )
+        why = worker.killed_because or f"exited with status {status}"
         crash = WorkerCrashedError(
-            f"env-server worker {worker.index} (pid {worker.proc.pid}) exited with status {status}"
+            f"env-server worker {worker.index} (pid {worker.proc.pid}) {why}"
         ).to_record()
         for fut in worker.jobs.values():
             if not fut.done():
@@ -205,6 +212,7 @@ class WorkerPool:
                 silent = now - w.last_seen
                 if w.ready.done() and w.proc.returncode is None and silent > self.heartbeat_timeout:
                     log.error("env-server worker %d silent for %.0fs; killing it", w.index, silent)
+                    w.killed_because = f"stopped answering for {silent:.0f}s and was killed"
                     with contextlib.suppress(ProcessLookupError):
                         w.proc.kill()  # _watch sees it exit: its groups get infra errors, it restarts
 
@@ -234,7 +242,20 @@ class WorkerPool:
         worker.rollouts += len(job["indices"])
         self._idle.clear()
         try:
-            await self._sock.send_multipart([worker.ident, msgpack.packb({"op": "run", "job": job})])
+            try:
+                message = msgpack.packb({"op": "run", "job": job})
+            except Exception as exc:  # a row msgpack cannot carry (an integer beyond 64 bits, ...)
+                worker.jobs.pop(job["id"], None)
+                self._check_idle()
+                return self._failed(job, error_record(exc))
+            try:
+                await self._sock.send_multipart([worker.ident, message])
+            except Exception as exc:  # the worker's socket is gone: it died between _pick and now
+                worker.jobs.pop(job["id"], None)
+                self._check_idle()
+                return self._failed(
+                    job, WorkerCrashedError(f"could not reach worker {worker.index}: {exc}").to_record()
+                )
             reply = await fut
         except asyncio.CancelledError:
             worker.jobs.pop(job["id"], None)

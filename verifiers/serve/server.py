@@ -34,6 +34,8 @@ class ServeConfig:
     max_concurrent: int = 32
     workers: int = 1
     drain_timeout: float = 600.0
+    #: A worker silent this long (a blocked event loop) is killed and restarted, as after a crash.
+    worker_timeout: float = 60.0
 
 
 def listening_line(http: str, zmq: str) -> str:
@@ -47,7 +49,11 @@ async def serve(config: ServeConfig, *, stop: asyncio.Event | None = None) -> No
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     service = EnvService(
-        config.env_id, config.env_args, workers=config.workers, max_concurrent=config.max_concurrent
+        config.env_id,
+        config.env_args,
+        workers=config.workers,
+        max_concurrent=config.max_concurrent,
+        heartbeat_timeout=config.worker_timeout,
     )
     runner: web.AppRunner | None = None
     zmq_server: ReferenceZMQServer | None = None

@@ -40,6 +40,7 @@ class EnvService:
         *,
         workers: int = 1,
         max_concurrent: int = 32,
+        heartbeat_timeout: float = 60.0,
     ) -> None:
         self.env: Environment = load_environment(env_id, **(env_args or {}))
         self.env_args = dict(env_args or {})
@@ -50,6 +51,7 @@ class EnvService:
             failed_group=self.failed_group,
             workers=workers,
             max_concurrent=max_concurrent,
+            heartbeat_timeout=heartbeat_timeout,
         )
 
     async def start(self) -> None:
