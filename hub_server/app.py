@@ -16,6 +16,7 @@ from typing import Any
 import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -28,7 +29,7 @@ from hub_server.api_cache import ApiCache, ApiFastPath
 from hub_server.changes import ChangeCounter, FreshIndex
 from hub_server.context import Hub
 from hub_server.db import plan_pool, split_pool
-from hub_server.routers import api, evals, simple, web
+from hub_server.routers import api, evals, pages, simple, smoke as smoke_router, web
 from hub_server.services.errors import HubError
 from hub_server.settings import HubSettings
 from hub_server.simple_index import FastPath
@@ -142,6 +143,8 @@ def create_app(settings: HubSettings | None = None) -> FastAPI:
         finally:
             if hub.upstream is not None:
                 await hub.upstream.aclose()
+            if hub.smoke is not None:
+                hub.smoke.shutdown()  # queued checks are dropped; a running one finishes in its thread
             hub.db.dispose()
 
     app = FastAPI(
@@ -149,6 +152,8 @@ def create_app(settings: HubSettings | None = None) -> FastAPI:
         version=importlib.metadata.version("verifiers-sdk"),  # the distribution both packages ship in
         description="Registry of verifiers environment packages: JSON API, PEP 503/691 simple index, web UI.",
         lifespan=lifespan,
+        docs_url=None,  # /docs is the hub's own page (routers/pages.py): no CDN scripts, works offline
+        redoc_url=None,
     )
     app.state.hub = hub
     app.state.templates = Jinja2Templates(directory=HERE / "templates")
@@ -162,6 +167,14 @@ def create_app(settings: HubSettings | None = None) -> FastAPI:
             return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
         return web.render_error(request, exc.status_code, exc.detail)
 
+    @app.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException) -> Response:
+        # Browsers get the error page (a clear 404 for an unknown address); machines keep JSON.
+        browser = "text/html" in request.headers.get("accept", "")
+        if request.url.path.startswith(_MACHINE_PREFIXES) or not browser:
+            return await http_exception_handler(request, exc)
+        return web.render_error(request, exc.status_code, str(exc.detail))
+
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError) -> Response:
         return JSONResponse({"detail": _json_safe_errors(exc.errors())}, status_code=422)
@@ -172,8 +185,10 @@ def create_app(settings: HubSettings | None = None) -> FastAPI:
 
     app.include_router(api.router)
     app.include_router(evals.router)
+    app.include_router(smoke_router.router)
     app.include_router(simple.router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    app.include_router(pages.router)  # before web: /account and /docs are not owners
     app.include_router(web.router)  # last: its /{owner}/{name} pattern would shadow the rest
     app.add_middleware(RequestGuard, publish_limit=settings.max_request_size)
     app.add_middleware(FastPath, index=hub.index)  # cached index pages skip everything else

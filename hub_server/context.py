@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sqlalchemy import update
 from sqlalchemy.exc import SQLAlchemyError
@@ -18,6 +19,9 @@ from hub_server.simple_index import IndexCache
 from hub_server.upstream import Upstream
 from hub_server.validation import Limits
 
+if TYPE_CHECKING:
+    from hub_server.services.smoke import SmokeChecks
+
 log = logging.getLogger("hub_server")
 
 
@@ -31,6 +35,8 @@ class Hub:
     upstream: Upstream | None = None
     #: The SDK's own wheel and sdist, served under its reserved name.
     sdk: SdkDist | None = None
+    #: The publish-time smoke checks' worker pool (``services.smoke``), made on first publish.
+    smoke: SmokeChecks | None = None
 
     @classmethod
     def from_settings(cls, settings: HubSettings) -> Hub:

@@ -19,7 +19,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import DeclarativeBase, Mapped, backref, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
 
 from verifiers.hub.packaging import module_name
@@ -296,3 +296,23 @@ class HubState(Base):
     __tablename__ = "hub_state"
     key: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class SmokeCheck(Base):
+    """The publish-time smoke check of one version (``hub_server.smoke``): queued, running, then passed,
+    failed (with its log) or skipped (with the reason). It never blocks or changes the version."""
+
+    __tablename__ = "smoke_checks"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    version_id: Mapped[int] = mapped_column(ForeignKey("versions.id", ondelete="CASCADE"), unique=True)
+    status: Mapped[str] = mapped_column(String(16))  # queued | running | passed | failed | skipped
+    reason: Mapped[str] = mapped_column(Text, default="")  # one line: why it failed or was skipped
+    log: Mapped[str] = mapped_column(Text, default="")
+    backend: Mapped[str | None] = mapped_column(String(16))
+    duration_s: Mapped[float | None] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # ``Version.smoke_check`` (the version page's badge); the database deletes the row with its version.
+    version: Mapped[Version] = relationship(
+        backref=backref("smoke_check", uselist=False, passive_deletes=True)
+    )

@@ -84,6 +84,16 @@ class HubSettings(BaseSettings):
         description="A directory holding the SDK's wheel and sdist for the running version, served instead "
         "of building them (for hubs installed from a wheel, without a source tree).",
     )
+    smoke_checks: bool = Field(
+        default=True, description="Run a sandboxed smoke check of every published version (never blocks it)."
+    )
+    smoke_workers: int = Field(default=1, ge=1, le=16, description="Smoke checks that run at once.")
+    smoke_backend: str | None = Field(
+        default=None, description="Sandbox backend of the checks (runsc, bwrap); default: the best available."
+    )
+    smoke_timeout_seconds: float = Field(
+        default=300.0, gt=0, description="Wall-clock budget of one smoke check (install + load + rollout)."
+    )
 
     @property
     def resolved_database_url(self) -> str:

@@ -10,6 +10,7 @@ bash scripts/setup.sh
 export VF_REQUIRE_SANDBOX=1 VF_REQUIRE_POSTGRES=1 VF_REQUIRE_SMOLLM=1 VF_REQUIRE_WHEELHOUSE=1 VF_REQUIRE_TORCH=1 VF_REQUIRE_RAY=1
 # tests/serve drive vf-serve with the reference SDK's own client from .venv-ref (scripts/setup.sh).
 export VF_REQUIRE_REFERENCE_SDK=1
+export VF_REQUIRE_BROWSER=1
 
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

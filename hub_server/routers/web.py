@@ -23,12 +23,14 @@ from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 from markdown_it.utils import OptionsDict
+from packaging.version import Version as PEP440Version
 
-from hub_server import eval_view, schemas, services
+from hub_server import csrf, eval_view, leaderboard_chart, schemas, services
 from hub_server.auth import COOKIE_NAME, AuthError
 from hub_server.deps import HubDep, PrincipalDep, SessionDep
 from hub_server.releases import latest_version, sorted_versions
 from hub_server.services import runs
+from hub_server.services.catalogue import popular_tags
 from verifiers.hub import wire
 from verifiers.hub.packaging import normalize_name
 
@@ -103,7 +105,10 @@ def _base_url(request: Request) -> str:
 def _render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     templates = request.app.state.templates
     response: HTMLResponse = templates.TemplateResponse(
-        request, template, {"base_url": _base_url(request), **context}, status_code=status_code
+        request,
+        template,
+        {"base_url": _base_url(request), "csrf": csrf.token_for(request), **context},
+        status_code=status_code,
     )
     response.headers.update(SECURITY_HEADERS)
     return response
@@ -155,6 +160,11 @@ def index(
         pages=pages,
         prev_url=f"/?{urlencode({**params, 'page': page - 1})}" if page > 1 else None,
         next_url=f"/?{urlencode({**params, 'page': page + 1})}" if page < pages else None,
+        popular_tags=[
+            (t, n, "/?" + urlencode({k: v for k, v in {**params, "tag": "" if t == tag else t}.items() if v}))
+            for t, n in popular_tags(session, principal)
+        ],
+        filtered=bool(q or tag or owner),
         principal=principal,
     )
 
@@ -189,7 +199,9 @@ def login(request: Request, hub: HubDep, token: Annotated[str, Form(max_length=2
 
 
 @router.post("/logout", response_model=None)
-def logout(request: Request) -> Response:
+def logout(request: Request, token: Annotated[str, Form(alias=csrf.FIELD, max_length=100)] = "") -> Response:
+    if request.cookies.get(COOKIE_NAME) and csrf.session_token(request, token) is None:
+        return render_error(request, 403, "log out from the hub's own page (its CSRF token did not match)")
     response = RedirectResponse("/", status_code=303)
     response.delete_cookie(COOKIE_NAME)
     return response
@@ -198,6 +210,10 @@ def logout(request: Request) -> Response:
 @router.get("/{owner}", response_class=HTMLResponse)
 def owner_page(owner: str) -> Response:
     return RedirectResponse(f"/?{urlencode({'owner': owner})}", status_code=307)
+
+
+def _is_newer(candidate: str, than: str) -> bool:
+    return PEP440Version(candidate) > PEP440Version(than)
 
 
 @router.get("/{owner}/{name}", response_class=HTMLResponse)
@@ -211,7 +227,9 @@ def environment_page(
 ) -> HTMLResponse:
     env = services.get_environment(session, principal, owner, name)  # a HubError renders as error.html
     current = services.get_version(env, version) if version else latest_version(env)
+    newest = latest_version(env)
     base = _base_url(request)
+    board = runs.leaderboard(session, principal, owner, name)
     return _render(
         request,
         "environment.html",
@@ -222,7 +240,10 @@ def environment_page(
         files=[schemas.file_out(env, f) for f in current.files] if current else [],
         readme=render_readme(current.readme, current.readme_content_type) if current else "",
         evals=services.list_evals(session, env),
-        board=runs.leaderboard(session, principal, owner, name),
+        board=board,
+        all_runs=runs.list_runs(session, principal, owner, name, per_page=50),
+        chart=leaderboard_chart.reward_chart_svg(board.entries),
+        newer=newest if newest and current and _is_newer(newest.version, current.version) else None,
         install_vf=f"vf-install {env.full_name}" + (f"@=={current.version}" if current and version else ""),
         install_pip=f"pip install --index-url {base}/simple/ {env.name}"
         + (f"=={current.version}" if current and version else ""),

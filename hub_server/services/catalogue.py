@@ -54,6 +54,10 @@ def search(
                 func.lower(Environment.name).like(pattern, escape="\\"),
                 func.lower(Environment.description).like(pattern, escape="\\"),
                 func.lower(Owner.name).like(pattern, escape="\\"),
+                exists().where(
+                    EnvironmentTag.environment_id == Environment.id,
+                    EnvironmentTag.tag.like(pattern, escape="\\"),  # tags are stored lowercase
+                ),
             )
         )
     for tag in tags:
@@ -79,6 +83,19 @@ def search(
     return wire.SearchPage(
         items=[_capped(schemas.env_summary(e)) for e in rows], total=total, page=page, per_page=per_page
     )
+
+
+def popular_tags(session: Session, principal: Principal | None, limit: int = 20) -> list[tuple[str, int]]:
+    """The most used tags over the environments the caller may read, with their counts (the home page's filters)."""
+    visible = visible_filter(select(Environment.id).join(Owner), principal).subquery()
+    rows = session.execute(
+        select(EnvironmentTag.tag, func.count())
+        .where(EnvironmentTag.environment_id.in_(select(visible.c.id)))
+        .group_by(EnvironmentTag.tag)
+        .order_by(func.count().desc(), EnvironmentTag.tag)
+        .limit(limit)
+    ).all()
+    return [(str(tag), int(n)) for tag, n in rows]
 
 
 def _capped(item: wire.EnvironmentSummary) -> wire.EnvironmentSummary:

@@ -106,16 +106,42 @@ class RayCluster:
 
     @staticmethod
     def kill(proc: subprocess.Popen[bytes]) -> None:
-        """SIGKILL a node's whole process group (raylet, object store, its workers)."""
+        """SIGKILL a node as a machine dies: its process group and every descendant (Ray's worker
+        processes, actors included, run in sessions of their own under the raylet)."""
+        doomed = _descendants(proc.pid)
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        for pid in doomed:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         proc.wait(30)
 
     def stop(self) -> None:
         for proc in reversed(self.nodes):
             self.kill(proc)
+
+
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    found: list[int] = []
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 _COUNT_NODES = (

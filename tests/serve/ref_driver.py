@@ -22,7 +22,7 @@ from verifiers.serve import RunGroupResponse, RunRolloutResponse, ZMQEnvClient
 from verifiers.types import ClientConfig, ErrorInfo, RolloutTiming, TokenUsage, TrajectoryStep
 
 STATE_COLUMNS = ["trajectory", "sampling_args"]  # prime-rl v0.5.0 REQUIRED_STATE_COLUMNS
-SAMPLING = {"temperature": 1.0, "max_tokens": 64, "logprobs": True, "extra_body": {"return_token_ids": True}}
+SAMPLING = {"temperature": 1.0, "max_tokens": 512, "logprobs": True, "extra_body": {"return_token_ids": True}}
 
 
 def check(output: dict[str, Any]) -> dict[str, Any]:

@@ -194,3 +194,22 @@ def test_a_hung_worker_is_killed_and_restarted(serve_factory: Callable[..., Serv
     wait_for(
         lambda: served.info()["worker_restarts"] == 1 and served.info()["worker_pids"] not in ([], [pid])
     )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = next(
+            x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("State:")
+        )
+    except (FileNotFoundError, StopIteration):
+        return False
+    return " Z " not in state and "zombie" not in state
+
+
+def test_workers_exit_when_the_server_is_killed(serve_factory: Callable[..., Served]) -> None:
+    served = serve_factory(*LOGIC, "--workers", "2")
+    pids = served.info()["worker_pids"]
+    assert len(pids) == 2 and all(_alive(p) for p in pids)
+    served.proc.kill()  # no drain, no stop message: the workers must notice on their own
+    served.proc.wait(30)
+    wait_for(lambda: not any(_alive(p) for p in pids), 15, "orphaned workers to exit")

@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 
-from tests.scripted_server import ScriptedServer
-from tests.serve.conftest import LOGIC, Served
+from tests.scripted_server import Reply, ScriptedServer, tool_call
+from tests.serve.conftest import LOGIC, PROBE_ROOT, Served
 
 DRIVER = Path(__file__).with_name("ref_driver.py")
 
@@ -53,3 +55,45 @@ def test_reference_client_gets_valid_token_level_outputs(
         assert d["reward"] == ref["reward"] and d["metrics"] == ref["metrics"]
         assert d["steps"] == 1 and d["token_lengths"] == [[10, 1]]
     assert {d["reward"] for d in digests} == {0.0, 1.0}
+
+
+def test_reference_client_with_tools_and_a_sandbox(
+    reference_python: Path, serve_factory: Callable[..., Served], tmp_path: Path
+) -> None:
+    """A multi-turn tool rollout (a bash call in the rollout's sandbox, then an answer) through the real
+    client, against a server that tokenizes like vLLM: two steps, the second extending the first."""
+    log = tmp_path / "sandboxes.log"
+    served = serve_factory("serve-probe-env", {"log_path": str(log)}, cwd=PROBE_ROOT)
+
+    def reply(body: dict[str, Any]) -> Reply:
+        if body["messages"][-1]["role"] == "tool":
+            return Reply(content="done: " + str(body["messages"][-1]["content"]).strip())
+        return Reply(content=None, tool_calls=[tool_call("bash", {"command": "echo hi"})])
+
+    with ScriptedServer(handler=reply, tokenize=True) as model:
+        row = httpx.get(f"{served.url}/dataset", params={"limit": 1}).json()["rows"][0]
+        inputs = tmp_path / "inputs.json"
+        inputs.write_text(
+            json.dumps([{k: row[k] for k in ("prompt", "example_id", "task", "answer", "info")}])
+        )
+        proc = subprocess.run(
+            [str(reference_python), str(DRIVER), served.zmq, model.url, "m", str(inputs)],
+            cwd="/",
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    out = json.loads(proc.stdout)
+    digests = out["train"] + out["eval"][0]
+    assert len(digests) == 4
+    for d in digests:
+        assert d["error"] is None and d["steps"] == 2, json.dumps(d)[:2000]
+        roles = [m["role"] for m in d["completion"]]
+        assert roles == ["assistant", "tool", "assistant"]
+        assert d["completion"][0]["tool_calls"][0]["name"] == "bash"  # the reference's flat ToolCall
+        assert "hi" in d["completion"][1]["content"]
+        (p0, c0), (p1, _) = d["token_lengths"]
+        assert p1 > p0 + c0  # the second prompt holds the first call and the tool's answer
+    text = log.read_text().split()
+    assert text.count("acquired") == text.count("released") == 4

@@ -76,6 +76,17 @@ def _local_dir(target: str) -> Path | None:
     return None
 
 
+def _local_places(target: str) -> list[str]:
+    """Where ``_local_dir`` looked for a bare name, for the not-found error."""
+    from verifiers.hub.packaging import module_name
+
+    envs = Path("environments")
+    listed = f"{envs.resolve()}/ (no project named {target!r})" if envs.is_dir() else f"{envs.resolve()}/ (absent)"
+    return [f"the path {Path(target).expanduser().resolve()} (not a directory)", listed.replace(
+        "(no project", f"(no {module_name(target)}/ or project"
+    )]
+
+
 def check_import(module: str, dist: str, python: str = sys.executable) -> str | None:
     """The installed version of ``dist``, once ``import <module>; load_environment`` is proven to work."""
     from verifiers.hub.install import HubInstallError, probe_environment
@@ -110,9 +121,13 @@ def _install_local(path: Path, out: Console, *, upgrade: bool, no_deps: bool, ve
 def _install_hub(spec: str, out: Console, *, upgrade: bool, token: str | None, hub_url: str | None) -> None:
     from verifiers.hub.install import HubInstallError, install_from_hub
 
+    from verifiers.hub.resolve import EnvironmentNotFound
+
     out.print(f"installing {spec} from the hub …")
     try:
         result = install_from_hub(spec, upgrade=upgrade, token=token, python=sys.executable, url=hub_url)
+    except EnvironmentNotFound as exc:  # a bare name found nowhere: one error naming every place
+        fail(str(exc.with_local_places(_local_places(spec))), EXIT_FAILED)
     except (HubInstallError, ValueError) as exc:  # written for users: show them, minus a traceback
         first, _, rest = str(exc).partition("\n")
         if rest.strip():

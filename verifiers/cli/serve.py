@@ -31,7 +31,7 @@ def serve_command(
     ] = 0,
     max_concurrent: Annotated[
         int, typer.Option("--max-concurrent", help="rollouts generating at once, over all requests")
-    ] = 32,
+    ] = 256,
     workers: Annotated[int, typer.Option("--workers", help="environment worker processes")] = 1,
     drain_timeout: Annotated[
         float, typer.Option("--drain-timeout", help="seconds SIGTERM waits for in-flight groups")

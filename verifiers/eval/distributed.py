@@ -21,24 +21,29 @@ Guarantees, the same as the local engine's:
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import importlib
 import itertools
 import math
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from verifiers.clients import Client
-from verifiers.eval.concurrency import AdaptiveLimit, Limit
-from verifiers.eval.engine import GroupPlan, RunProgress, ScoreMode, schedule
+from verifiers.eval._gc import run_gc
+from verifiers.eval.concurrency import AdaptiveLimit, FixedLimit, Limit
+from verifiers.eval.engine import GroupPlan, RunProgress, ScoreMode, _Scheduler, schedule
 from verifiers.types import Row, SamplingArgs, State
 
 #: The default environment loader, named (not imported) so the engine stays below the environments.
 DEFAULT_LOADER = "verifiers.envs.loading:load_environment"
 #: ``RayOptions.address`` meaning "start a Ray instance on this machine for the run".
 LOCAL = "local"
+#: The actors' own cap (the driver's is the real one).
+UNBOUNDED = 1 << 30
 #: Records of a finished group, as ``env.result_record`` made them.
 RecordsCallback = Callable[[list[dict[str, Any]]], None]
 
@@ -145,6 +150,8 @@ class GroupWorker:
         self.max_tokens_limit, self.timeout = max_tokens_limit, timeout
         self.env: Any = None
         self.client: Client | None = None
+        self.sched: _Scheduler | None = None
+        self._gc = contextlib.ExitStack()
         self.node_id = ""
 
     async def start(self) -> dict[str, Any]:
@@ -156,6 +163,19 @@ class GroupWorker:
         endpoints, options = self.client_spec
         self.client = Client(endpoints, **options)
         await self.env.setup()
+        self._gc.enter_context(run_gc())  # the actor's whole life is a run
+        # The driver caps rollouts in flight across the cluster: groups run here unthrottled.
+        self.sched = _Scheduler(
+            self.env,
+            self.client,
+            self.model,
+            limit=FixedLimit(UNBOUNDED),
+            sampling_args=self.sampling_args,
+            score=self.score,
+            on_group=None,
+            progress=RunProgress(),
+            max_tokens_limit=self.max_tokens_limit,
+        )
         return {
             "node_id": self.node_id,
             "env_version": getattr(self.env, "env_version", ""),
@@ -163,30 +183,57 @@ class GroupWorker:
         }
 
     async def run_group(self, row: Row, indices: list[int], slots: int) -> dict[str, Any]:
-        assert self.client is not None, "start() first"
+        assert self.client is not None and self.sched is not None, "start() first"
         before = self.client.stats.throttled
-        groups = await schedule(
-            self.env,
-            [GroupPlan(row, indices)],
-            self.client,
-            self.model,
-            max_concurrent=slots,
-            sampling_args=self.sampling_args,
-            score=self.score,
-            progress=RunProgress(),
-            max_tokens_limit=self.max_tokens_limit,
-        )
+        if slots >= len(indices):
+            states = await self.sched.group(GroupPlan(row, indices))
+        else:  # a group larger than the whole cap: its rollouts take turns
+            groups = await schedule(
+                self.env,
+                [GroupPlan(row, indices)],
+                self.client,
+                self.model,
+                max_concurrent=slots,
+                sampling_args=self.sampling_args,
+                score=self.score,
+                progress=RunProgress(),
+                max_tokens_limit=self.max_tokens_limit,
+            )
+            states = groups[0]
         return {
-            "records": [self.env.result_record(s) for s in groups[0]],
+            "records": [self.env.result_record(s) for s in states],
             "node_id": self.node_id,
             "throttled": self.client.stats.throttled - before,
         }
+
+    async def run_batch(
+        self, items: list[tuple[Row, list[int], int]]
+    ) -> AsyncIterator[list[tuple[int, dict[str, Any]]]]:
+        """Run several groups at once, yielding (position, result) pairs as they finish — every group
+        finished since the last yield in one message, so the driver pays one reply per batch of
+        results, not per group."""
+        finished: asyncio.Queue[tuple[int, asyncio.Task[dict[str, Any]]]] = asyncio.Queue()
+
+        def done(pos: int, task: asyncio.Task[dict[str, Any]]) -> None:
+            finished.put_nowait((pos, task))
+
+        for pos, (row, indices, slots) in enumerate(items):
+            task = asyncio.create_task(self.run_group(row, indices, slots))
+            task.add_done_callback(functools.partial(done, pos))
+        left = len(items)
+        while left:
+            ready = [await finished.get()]
+            while not finished.empty():
+                ready.append(finished.get_nowait())
+            left -= len(ready)
+            yield [(pos, t.result()) for pos, t in ready]
 
     async def stop(self) -> None:
         try:
             if self.env is not None:
                 await self.env.teardown()
         finally:
+            self._gc.close()
             if self.client is not None:
                 await self.client.aclose()
 
@@ -275,7 +322,8 @@ async def schedule_ray(
                     "version on every node"
                 )
         progress.started = time.monotonic()  # the rate counts from here, not from actor start-up
-        await _dispatch(ray, actors, plans, limit, on_records, progress, report)
+        with run_gc():
+            await _dispatch(ray, actors, plans, limit, on_records, progress, report)
     finally:
         await _stop(ray, actors)
         if owns:
@@ -321,6 +369,47 @@ async def _dispatch(
     tasks: set[asyncio.Task[None]] = set()
     failure: list[BaseException] = []
 
+    # Groups dispatched to an actor within one turn of the event loop go in one call (run_batch), and
+    # come back as they finish: one Ray call per burst instead of one per group.
+    outbox: dict[int, list[tuple[GroupPlan, int, asyncio.Future[dict[str, Any]]]]] = {}
+    streams: set[asyncio.Task[None]] = set()
+    loop = asyncio.get_running_loop()
+
+    async def stream(idx: int, items: list[tuple[GroupPlan, int, asyncio.Future[dict[str, Any]]]]) -> None:
+        gen = (
+            actors[idx]
+            .run_batch.options(num_returns="streaming")
+            .remote([(plan.row, plan.rollout_indices, slots) for plan, slots, _ in items])
+        )
+        try:
+            async for ref in gen:
+                for pos, out in await ref:
+                    fut = items[pos][2]
+                    if not fut.done():
+                        fut.set_result(out)
+        except asyncio.CancelledError:
+            ray.cancel(gen)
+            raise
+        except BaseException as exc:  # the actor died or failed: every unfinished group of the batch
+            for _, _, fut in items:
+                if not fut.done():
+                    fut.set_exception(exc)
+
+    def flush() -> None:
+        batches = list(outbox.items())
+        outbox.clear()
+        for idx, items in batches:
+            t = loop.create_task(stream(idx, items))
+            streams.add(t)
+            t.add_done_callback(streams.discard)
+
+    def submit(idx: int, plan: GroupPlan, slots: int) -> asyncio.Future[dict[str, Any]]:
+        fut: asyncio.Future[dict[str, Any]] = loop.create_future()
+        if not outbox:
+            loop.call_soon(flush)
+        outbox.setdefault(idx, []).append((plan, slots, fut))
+        return fut
+
     async def run_group(plan: GroupPlan) -> None:
         slots = min(len(plan.rollout_indices), ceiling)
         taken = 0
@@ -340,12 +429,8 @@ async def _dispatch(
             progress.in_flight += slots
             progress.max_in_flight = max(progress.max_in_flight, progress.in_flight)
             sent_at = time.monotonic()
-            ref = actors[idx].run_group.remote(plan.row, plan.rollout_indices, slots)
             try:
-                out = await ref
-            except asyncio.CancelledError:
-                ray.cancel(ref)
-                raise
+                out = await submit(idx, plan, slots)
             except lost_errors:
                 if load.pop(idx, None) is not None:
                     report.actors_lost += 1
@@ -385,7 +470,7 @@ async def _dispatch(
             tasks.add(t)
             t.add_done_callback(tasks.discard)
     finally:
-        pending = [t for t in tasks if not t.done()]
+        pending = [t for t in (*tasks, *streams) if not t.done()]
         for t in pending:
             t.cancel()
         if pending:

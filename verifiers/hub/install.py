@@ -240,6 +240,10 @@ def install_from_hub(
     except HubClientError as exc:  # no httpx, or a malformed URL
         raise HubInstallError(f"cannot install {spec}: {exc}") from None
     try:
+        if parsed.owner is None:  # a bare name: one clear error if the hub has none (verifiers.hub.resolve)
+            from verifiers.hub.resolve import check_bare_name
+
+            check_bare_name(client, parsed.name)
         return _install(
             client, parsed.owner, parsed.name, parsed.specifier, upgrade, python, installer, frozenset()
         )

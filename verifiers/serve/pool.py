@@ -18,6 +18,7 @@ import contextlib
 import itertools
 import json
 import logging
+import os
 import shutil
 import sys
 import tempfile
@@ -67,7 +68,7 @@ class WorkerPool:
         *,
         failed_group: FailedGroup,
         workers: int = 1,
-        max_concurrent: int = 32,
+        max_concurrent: int = 256,
         startup_timeout: float = 300.0,
         heartbeat_timeout: float = 60.0,
     ) -> None:
@@ -129,6 +130,8 @@ class WorkerPool:
             str(self.per_worker),
             "--identity",
             ident.decode(),
+            "--parent",
+            str(os.getpid()),
             stdout=sys.stderr,  # stdout is the server's (its readiness line); worker output goes to stderr
             start_new_session=True,  # a terminal's Ctrl-C reaches the server, which drains, not the workers
         )

@@ -31,7 +31,7 @@ class ServeConfig:
     #: Port of the reference ZMQ protocol; ``0`` picks a free one.
     zmq_port: int = 0
     #: Rollouts generating at once, over all requests and workers.
-    max_concurrent: int = 32
+    max_concurrent: int = 256
     workers: int = 1
     drain_timeout: float = 600.0
     #: A worker silent this long (a blocked event loop) is killed and restarted, as after a crash.

@@ -39,7 +39,7 @@ class EnvService:
         env_args: dict[str, Any] | None = None,
         *,
         workers: int = 1,
-        max_concurrent: int = 32,
+        max_concurrent: int = 256,
         heartbeat_timeout: float = 60.0,
     ) -> None:
         self.env: Environment = load_environment(env_id, **(env_args or {}))

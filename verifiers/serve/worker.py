@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import json
 import os
@@ -32,7 +33,7 @@ def _forget(tasks: dict[str, asyncio.Task[None]], key: str, _task: asyncio.Task[
 
 
 async def _serve(
-    address: str, identity: str, env_id: str, env_args: dict[str, Any], max_concurrent: int
+    address: str, identity: str, env_id: str, env_args: dict[str, Any], max_concurrent: int, parent: int
 ) -> None:
     import msgpack
     import zmq
@@ -49,7 +50,6 @@ async def _serve(
     sock.setsockopt(zmq.RCVHWM, 0)
     sock.connect(address)
     tasks: dict[str, asyncio.Task[None]] = {}
-    parent = os.getppid()
 
     async def send(msg: dict[str, Any]) -> None:
         await sock.send(msgpack.packb(msg, use_bin_type=True))
@@ -70,8 +70,11 @@ async def _serve(
 
     async def watch_parent() -> None:
         # Also the heartbeat: the pool restarts a worker whose event loop stops answering (a hung env).
+        beat = msgpack.packb({"op": "beat"})
         while os.getppid() == parent:  # no event tells us the parent died
-            await send({"op": "beat"})
+            # NOBLOCK: a DEALER with no peer blocks on send, and a dead pool is exactly that case.
+            with contextlib.suppress(zmq.Again):
+                await sock.send(beat, zmq.NOBLOCK)
             await asyncio.sleep(_PARENT_POLL_S)
         os._exit(0)  # orphaned: nobody can receive our results
 
@@ -110,12 +113,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--env-args", default="{}")
     ap.add_argument("--max-concurrent", type=int, default=32)
     ap.add_argument("--identity", required=True)
+    # Given by the pool: the server may die before this process gets here (or while the env loads).
+    ap.add_argument("--parent", type=int, default=os.getppid())
     args = ap.parse_args(argv)
     # The pool stops workers itself (after draining); a terminal's Ctrl-C must not kill in-flight groups.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    run_async(
-        _serve(args.address, args.identity, args.env_id, json.loads(args.env_args), args.max_concurrent)
-    )
+    env_args = json.loads(args.env_args)
+    run_async(_serve(args.address, args.identity, args.env_id, env_args, args.max_concurrent, args.parent))
 
 
 if __name__ == "__main__":

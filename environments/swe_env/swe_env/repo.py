@@ -211,9 +211,11 @@ async def apply_patch(sandbox: SandboxLike, patch: str, workdir: str = "repo") -
         ["git", "apply", "--whitespace=nowarn", f"../{PATCH_FILE}"], cwd=workdir, timeout=60
     )
     if r.exit_code != 0:
-        # some diffs (e.g. from `diff -u`) need fuzz that git refuses: try patch(1) before giving up
-        r2 = await sandbox.exec(
-            ["patch", "-p1", "--batch", "--forward", "-i", f"../{PATCH_FILE}"], cwd=workdir, timeout=60
-        )
+        # some diffs (e.g. from `diff -u`) need fuzz that git refuses: try patch(1), dry run first so a
+        # patch that fails half-way leaves the repository untouched
+        base = ["patch", "-p1", "--batch", "--forward", "-i", f"../{PATCH_FILE}"]
+        r2 = await sandbox.exec([*base, "--dry-run"], cwd=workdir, timeout=60)
+        if r2.exit_code == 0:
+            r2 = await sandbox.exec(base, cwd=workdir, timeout=60)
         if r2.exit_code != 0:
             raise PatchError(f"patch does not apply: {(r.stderr or r.stdout).strip()[:2000]}")

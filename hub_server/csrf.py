@@ -1,0 +1,44 @@
+"""CSRF tokens for the web forms that act with the session cookie (log out, create and revoke tokens).
+
+The form token is an HMAC of the session token itself: only a page that can read the hub's own HTML (the
+same origin) learns it, the server keeps no state for it, and it changes with every login. A form post is
+accepted only with a matching field and a same-origin ``Origin``/``Referer`` when the browser sends one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from urllib.parse import urlsplit
+
+from starlette.requests import Request
+
+from hub_server.auth import COOKIE_NAME
+
+FIELD = "csrf"
+_PURPOSE = b"verifiers-hub web form v1"
+
+
+def form_token(session_token: str) -> str:
+    return hmac.new(session_token.encode(), _PURPOSE, hashlib.sha256).hexdigest()
+
+
+def token_for(request: Request) -> str:
+    """The form token of the request's session cookie ('' when signed out)."""
+    cookie = request.cookies.get(COOKIE_NAME)
+    return form_token(cookie) if cookie else ""
+
+
+def same_origin(request: Request) -> bool:
+    origin = request.headers.get("origin") or request.headers.get("referer")
+    if not origin:
+        return True  # non-browser clients send neither
+    return urlsplit(origin).netloc == request.headers.get("host", "")
+
+
+def session_token(request: Request, submitted: str) -> str | None:
+    """The session cookie's token when ``submitted`` is its form token from this origin, else None."""
+    cookie = request.cookies.get(COOKIE_NAME)
+    if not cookie or not submitted or not same_origin(request):
+        return None
+    return cookie if hmac.compare_digest(form_token(cookie), submitted) else None

@@ -1,0 +1,170 @@
+"""Web pages beyond browsing: the account (tokens, own environments, stars), a version's source files and the
+offline API reference.
+
+Forms that act with the session cookie carry a CSRF token (``hub_server.csrf``); the cookie alone never
+authorises a write (``deps.request_token`` ignores it on POST). Included before ``web.router``, whose
+``/{owner}`` pattern would otherwise take ``/account`` and ``/docs``.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Path, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from hub_server import csrf, schemas, services, source_view
+from hub_server.auth import COOKIE_NAME, SCOPES, AuthError, Principal
+from hub_server.deps import HubDep, PrincipalDep, SessionDep
+from hub_server.routers.web import _render, render_error
+from hub_server.services import account_view
+
+router = APIRouter(include_in_schema=False)
+
+_EXPIRY_DAYS = (0, 7, 30, 90, 365)
+
+
+def _account(request: Request, hub: Any, principal: Principal, **extra: Any) -> HTMLResponse:
+    with hub.db.read() as session:
+        tokens = services.list_tokens(session, principal.user_id)
+        own = account_view.own_environments(session, principal)
+        starred = account_view.starred_environments(session, principal)
+    return _render(
+        request,
+        "account.html",
+        principal=principal,
+        tokens=list(reversed(tokens)),
+        own=own,
+        starred=starred,
+        scopes=[s for s in SCOPES if principal.has(s)],
+        expiry_days=_EXPIRY_DAYS,
+        **{"new_token": None, "form_error": None, **extra},
+    )
+
+
+@router.get("/account", response_model=None)
+def account_page(request: Request, hub: HubDep, principal: PrincipalDep) -> Response:
+    if principal is None:
+        return RedirectResponse("/login", status_code=303)
+    return _account(request, hub, principal)
+
+
+def _form_principal(request: Request, hub: HubDep, submitted: str) -> Principal:
+    token = csrf.session_token(request, submitted)
+    if token is None:
+        raise services.HubError(403, "send this form from the hub's own page while logged in (CSRF check)")
+    try:
+        return hub.principal(token)
+    except AuthError as exc:
+        raise services.HubError(401, f"{exc}; log in again") from None
+
+
+@router.post("/account/tokens", response_model=None)
+def create_token_form(
+    request: Request,
+    hub: HubDep,
+    token: Annotated[str, Form(alias=csrf.FIELD, max_length=100)] = "",
+    name: Annotated[str, Form(max_length=100)] = "",
+    scope: Annotated[str, Form(max_length=20)] = "read",
+    expires_days: Annotated[int, Form(ge=0, le=3650)] = 30,
+) -> Response:
+    principal = _form_principal(request, hub, token)
+    try:
+        secret, _row = services.create_token(
+            hub,
+            principal.username,
+            scopes=[scope],
+            name=name.strip(),
+            expires_in=timedelta(days=expires_days) if expires_days else None,
+            creator=principal,
+        )
+    except services.HubError as exc:
+        return _account(request, hub, principal, form_error=exc.detail)
+    response = _account(request, hub, principal, new_token=secret)
+    response.headers["Cache-Control"] = "no-store"  # the page shows a secret once
+    return response
+
+
+@router.post("/account/tokens/{token_id}/revoke", response_model=None)
+def revoke_token_form(
+    request: Request,
+    hub: HubDep,
+    token_id: Annotated[int, Path(ge=1, le=2**31 - 1)],
+    token: Annotated[str, Form(alias=csrf.FIELD, max_length=100)] = "",
+) -> Response:
+    principal = _form_principal(request, hub, token)
+    services.revoke_token(hub, token_id, principal=principal)
+    try:  # revoking the session's own token (or one it was minted from) ends the session
+        hub.principal(request.cookies.get(COOKIE_NAME, ""))
+    except AuthError:
+        response = RedirectResponse("/login", status_code=303)
+        response.delete_cookie(COOKIE_NAME)
+        return response
+    return RedirectResponse("/account", status_code=303)
+
+
+@router.get("/docs", response_class=HTMLResponse)
+def api_docs(request: Request, principal: PrincipalDep) -> HTMLResponse:
+    """The API reference rendered from the OpenAPI schema on the server: no CDN scripts, works offline."""
+    schema = request.app.openapi()
+    operations = []
+    for path, methods in schema.get("paths", {}).items():
+        for method, op in methods.items():
+            if method.startswith("x-") or not isinstance(op, dict):
+                continue
+            body = op.get("requestBody", {}).get("content", {})
+            operations.append(
+                {
+                    "method": method.upper(),
+                    "path": path,
+                    "summary": op.get("summary", ""),
+                    "description": op.get("description", ""),
+                    "tag": (op.get("tags") or ["other"])[0],
+                    "parameters": op.get("parameters", []),
+                    "body": sorted(body),
+                    "responses": sorted(op.get("responses", {}).items()),
+                    "anchor": f"{method}-{path}".replace("/", "-").replace("{", "").replace("}", ""),
+                }
+            )
+    return _render(
+        request,
+        "api_docs.html",
+        info=schema.get("info", {}),
+        operations=operations,
+        principal=principal,
+    )
+
+
+@router.get("/{owner}/{name}/source/{version}/{path:path}", response_class=HTMLResponse)
+def source_page(
+    request: Request,
+    hub: HubDep,
+    owner: str,
+    name: str,
+    version: str,
+    path: str,
+    session: SessionDep,
+    principal: PrincipalDep,
+) -> HTMLResponse:
+    env = services.get_environment(session, principal, owner, name)  # 404 unless visible
+    row = services.get_version(env, version)
+    listed = {str(f["path"]): int(f["size"]) for f in row.sdist_files}
+    sdist = next((f for f in row.files if f.kind == "sdist"), None)
+    if path not in listed or sdist is None:
+        return render_error(request, 404, f"{path} is not a file of {env.full_name} {row.version}'s sdist")
+    with hub.blobs.open(sdist.blob_key) as archive:
+        found = source_view.read_member(archive, path)
+    if found is None:
+        return render_error(request, 404, f"{path} is not in the stored sdist")
+    data, size = found
+    return _render(
+        request,
+        "source.html",
+        env=env,
+        version=row,
+        file=source_view.render_source(path, data, size),
+        files=sorted(listed.items()),
+        download=schemas.file_out(env, sdist).url,
+        principal=principal,
+    )

@@ -1,0 +1,167 @@
+"""Publish-time smoke checks as records: queue one per published version, run it in a bounded worker pool
+(``VF_HUB_SMOKE_WORKERS`` threads, each with its own event loop and sandbox), store the outcome.
+
+A check never blocks nor changes the publish: ``queue_smoke_check`` only inserts a ``queued`` row and hands
+the work to the pool; whatever happens later (a broken environment, no sandbox, a crash of the check
+itself) ends as a ``failed`` or ``skipped`` row, logged, never as an error of the publish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+from sqlalchemy import select
+
+from hub_server.models import File, SmokeCheck, utcnow
+from hub_server.smoke import SmokeResult, SmokeStatus, run_smoke_check
+
+if TYPE_CHECKING:
+    from hub_server.context import Hub
+
+log = logging.getLogger("hub_server.smoke")
+
+
+class SmokeCheckOut(BaseModel):
+    """A version's smoke check in the API (``log`` only on the check's own endpoint)."""
+
+    status: SmokeStatus
+    reason: str = ""
+    backend: str | None = None
+    duration_s: float | None = None
+    created_at: datetime
+    finished_at: datetime | None = None
+    log: str | None = None
+
+    @classmethod
+    def of(cls, row: SmokeCheck, *, with_log: bool = False) -> SmokeCheckOut:
+        return cls(
+            status=row.status,  # type: ignore[arg-type]  # only SmokeStatus values are ever written
+            reason=row.reason,
+            backend=row.backend,
+            duration_s=row.duration_s,
+            created_at=row.created_at,
+            finished_at=row.finished_at,
+            log=row.log if with_log else None,
+        )
+
+
+class SmokeChecks:
+    """The hub's worker pool of smoke checks."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+        self._pool = ThreadPoolExecutor(max_workers=hub.settings.smoke_workers, thread_name_prefix="vf-smoke")
+        self._pending: set[Future[None]] = set()
+        self._lock = threading.Lock()
+
+    def queue(self, version_id: int) -> None:
+        if not self.hub.settings.smoke_checks:
+            self._store(
+                version_id, "skipped", reason="smoke checks are off on this hub (VF_HUB_SMOKE_CHECKS)"
+            )
+            return
+        self._store(version_id, "queued")
+        future = self._pool.submit(self._run, version_id)
+        with self._lock:
+            self._pending.add(future)
+        future.add_done_callback(self._done)
+
+    def _done(self, future: Future[None]) -> None:
+        with self._lock:
+            self._pending.discard(future)
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait for every queued check (tests, ``vf-hub serve --demo``); False on timeout."""
+        with self._lock:
+            pending = set(self._pending)
+        return not wait(pending, timeout=timeout).not_done
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _run(self, version_id: int) -> None:
+        settings = self.hub.settings
+        try:
+            with self.hub.db.read() as session:
+                wheel = session.scalar(
+                    select(File).where(File.version_id == version_id, File.kind == "bdist_wheel")
+                )
+                filename, key = (wheel.filename, wheel.blob_key) if wheel is not None else ("", "")
+            if not key:
+                self._store(version_id, "failed", reason="the version has no wheel")
+                return
+            with self.hub.blobs.open(key) as f:
+                data = f.read()
+            self._store(version_id, "running")
+            result = asyncio.run(
+                run_smoke_check(
+                    filename, data, backend=settings.smoke_backend, timeout_s=settings.smoke_timeout_seconds
+                )
+            )
+        except Exception as exc:  # the check itself broke: record it, the publish stands
+            log.exception("smoke check of version %s crashed", version_id)
+            self._store(version_id, "failed", reason=f"the smoke check itself failed: {exc}"[:500])
+            return
+        self._store_result(version_id, result)
+
+    def _store_result(self, version_id: int, r: SmokeResult) -> None:
+        self._store(
+            version_id, r.status, reason=r.reason, log=r.log, backend=r.backend, duration_s=r.duration_s
+        )
+        log.info("smoke check of version %s: %s %s", version_id, r.status, r.reason)
+
+    def _store(
+        self,
+        version_id: int,
+        status: SmokeStatus,
+        *,
+        reason: str = "",
+        log: str = "",
+        backend: str | None = None,
+        duration_s: float | None = None,
+    ) -> None:
+        finished = status in ("passed", "failed", "skipped")
+        with self.hub.db.write() as session:
+            row = session.scalar(select(SmokeCheck).where(SmokeCheck.version_id == version_id))
+            if row is None:
+                row = SmokeCheck(version_id=version_id, created_at=utcnow())
+                session.add(row)
+            row.status, row.reason, row.log, row.backend, row.duration_s = (
+                status,
+                reason,
+                log,
+                backend,
+                duration_s,
+            )
+            row.finished_at = utcnow() if finished else None
+
+
+_create_lock = threading.Lock()
+
+
+def smoke_checks(hub: Hub) -> SmokeChecks:
+    """The hub's pool, made on first use (never at start-up)."""
+    with _create_lock:
+        if hub.smoke is None:
+            hub.smoke = SmokeChecks(hub)
+        return hub.smoke
+
+
+def queue_smoke_check(hub: Hub, version_id: int) -> None:
+    """Queue the check of a just-published version. Never raises: a check must not fail a publish."""
+    try:
+        smoke_checks(hub).queue(version_id)
+    except Exception:
+        log.exception("could not queue the smoke check of version %s", version_id)
+
+
+def smoke_check_of(hub: Hub, version_id: int, *, with_log: bool = False) -> SmokeCheckOut | None:
+    with hub.db.read() as session:
+        row = session.scalar(select(SmokeCheck).where(SmokeCheck.version_id == version_id))
+        return SmokeCheckOut.of(row, with_log=with_log) if row is not None else None

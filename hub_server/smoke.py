@@ -1,0 +1,209 @@
+"""One publish-time smoke check, in a sandbox: install the wheel, ``load_environment()``, one rollout.
+
+Inside a fresh sandbox (``verifiers.sandbox``: gVisor, else bubblewrap; no network at all):
+
+1. the SDK base goes into ``/workspace/base``: the hub's own ``verifiers`` package and the installed
+   distributions it requires, copied from the hub's interpreter once per process (a tar held in memory),
+   so the check needs no index for them;
+2. a throwaway venv (``python3 -m venv --without-pip``) sees the base through a ``.pth`` file (what
+   ``--system-site-packages`` would give if the base were the interpreter's own site-packages);
+3. pip (the wheel bundled with the interpreter's ``ensurepip``) installs the uploaded wheel with
+   ``--no-index --find-links`` of the wheel alone: its requirements must already be met by the base, and
+   nothing is downloaded;
+4. ``smoke_runner.py`` starts a scripted OpenAI-compatible model on the sandbox's loopback (one fixed
+   reply), loads the environment with its defaults and runs one rollout.
+
+The outcome is ``passed``, ``failed`` (with the log of every step) or ``skipped`` (no sandbox backend).
+"""
+
+from __future__ import annotations
+
+import ensurepip
+import functools
+import importlib.metadata as md
+import importlib.util
+import io
+import json
+import logging
+import sys
+import tarfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name, parse_wheel_filename
+
+log = logging.getLogger("hub_server.smoke")
+
+SmokeStatus = Literal["queued", "running", "passed", "failed", "skipped"]
+SDK_DISTRIBUTION = "verifiers-sdk"
+LOG_LIMIT = 64 * 1024  # bytes of log kept per check (the tail, where the error is)
+_VENV = "/workspace/venv"
+_PY_VER = f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+@dataclass(frozen=True)
+class SmokeResult:
+    status: SmokeStatus
+    reason: str
+    log: str
+    duration_s: float
+    backend: str | None
+
+
+def _requirement_closure(root: str) -> list[md.Distribution]:
+    """``root`` and every installed distribution its (non-extra) requirements pull in."""
+    env: dict[str, str] = {k: str(v) for k, v in default_environment().items()}
+    seen: dict[str, md.Distribution] = {}
+    todo = [root]
+    while todo:
+        name = canonicalize_name(todo.pop())
+        if name in seen:
+            continue
+        try:
+            dist = md.distribution(name)
+        except md.PackageNotFoundError:
+            continue  # a requirement the hub itself runs without: the check will say so if it matters
+        seen[name] = dist
+        for spec in dist.requires or []:
+            req = Requirement(spec)
+            if req.marker is None or req.marker.evaluate({**env, "extra": ""}):  # no extras
+                todo.append(req.name)
+    return list(seen.values())
+
+
+@functools.cache
+def sdk_base_tar() -> bytes:
+    """The SDK base as an uncompressed tar (import trees at its root, like a site-packages directory)."""
+    buf = io.BytesIO()
+    added: set[str] = set()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+
+        def add(path: Path, arcname: str) -> None:
+            if arcname not in added and path.is_file():
+                added.add(arcname)
+                tar.add(path, arcname=arcname, recursive=False)
+
+        for dist in _requirement_closure(SDK_DISTRIBUTION):
+            for rel in dist.files or []:
+                # An editable install's .pth points at a source tree the sandbox cannot see.
+                # Test suites are not needed to import a package (sympy's alone are tens of MB).
+                if rel.suffix == ".pth" or ".." in rel.parts or "tests" in rel.parts:
+                    continue
+                add(Path(str(dist.locate_file(rel))), rel.as_posix())
+        # The SDK's import package itself, wherever it lives (a source tree when installed editable).
+        spec = importlib.util.find_spec("verifiers")
+        assert spec is not None and spec.origin is not None
+        pkg = Path(spec.origin).parent
+        for path in sorted(pkg.rglob("*")):
+            add(path, f"verifiers/{path.relative_to(pkg).as_posix()}")
+    return buf.getvalue()
+
+
+def _bundle(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _pip_wheel() -> str:
+    bundled = sorted((Path(ensurepip.__file__).parent / "_bundled").glob("pip-*.whl"))
+    if not bundled:
+        raise RuntimeError("this interpreter has no bundled pip wheel (ensurepip/_bundled)")
+    return str(bundled[-1])
+
+
+def _tail(text: str) -> str:
+    data = text.encode()
+    return text if len(data) <= LOG_LIMIT else "…\n" + data[-LOG_LIMIT:].decode(errors="replace")
+
+
+async def run_smoke_check(
+    wheel_filename: str, wheel_data: bytes, *, backend: str | None = None, timeout_s: float = 300.0
+) -> SmokeResult:
+    """Check one wheel; never raises for a broken environment or a missing sandbox (that is the result)."""
+    from verifiers.errors import SandboxError
+    from verifiers.sandbox import SandboxLimits, get_backend
+
+    started = time.monotonic()
+    lines: list[str] = []
+
+    def result(status: SmokeStatus, reason: str, backend_name: str | None) -> SmokeResult:
+        return SmokeResult(status, reason, _tail("\n".join(lines)), time.monotonic() - started, backend_name)
+
+    try:
+        sandboxes = get_backend(backend)
+    except SandboxError as exc:
+        return result("skipped", f"no sandbox backend on this hub: {exc}", None)
+    env_id = str(parse_wheel_filename(wheel_filename)[0])
+    limits = SandboxLimits(
+        timeout_s=timeout_s, memory_mb=2048, cpu_s=int(timeout_s), max_procs=128, max_file_mb=512,
+        max_open_files=1024, max_output_bytes=256 * 1024, workspace_mb=1024, tmp_mb=256,
+    )  # fmt: skip
+    runner = (Path(__file__).parent / "smoke_runner.py").read_bytes()
+    deadline = started + timeout_s
+    # PYTHONNOUSERSITE: a PYTHON* variable keeps the sandbox agent's in-process fast path away, so the
+    # venv's interpreter really starts (and reads its site-packages and our .pth).
+    env = {"HOME": "/workspace", "PYTHONUNBUFFERED": "1", "PYTHONNOUSERSITE": "1", "PIP_NO_INPUT": "1"}
+
+    output = ""
+
+    async def step(title: str, argv: list[str]) -> bool:
+        nonlocal output
+        lines.append(f"$ {' '.join(argv)}  # {title}")
+        left = max(1.0, deadline - time.monotonic())
+        r = await sb.exec(argv, timeout=left, env=env, stderr_to_stdout=True)
+        output = r.stdout
+        lines.append(r.stdout.rstrip())
+        if r.timed_out:
+            lines.append(f"[timed out after {timeout_s:.0f} s]")
+        elif r.exit_code != 0:
+            lines.append(f"[exit status {r.exit_code}]")
+        return r.exit_code == 0 and not r.timed_out
+
+    try:
+        base = sdk_base_tar()
+        async with await sandboxes.create(limits) as sb:
+            await sb.upload_bundle(base, dest="base")
+            await sb.upload_bundle(_bundle({f"wheels/{wheel_filename}": wheel_data, "runner.py": runner}))
+            if not await step("throwaway venv", ["python3", "-m", "venv", "--without-pip", _VENV]):
+                return result("failed", "could not create the venv", sandboxes.name)
+            await sb.write_file(
+                f"venv/lib/python{_PY_VER}/site-packages/_vf_smoke_base.pth", "/workspace/base\n"
+            )
+            pip = [f"{_VENV}/bin/python", f"{_pip_wheel()}/pip", "install", "--no-index", "--no-cache-dir",
+                   "--disable-pip-version-check", "--find-links", "/workspace/wheels",
+                   f"/workspace/wheels/{wheel_filename}"]  # fmt: skip
+            if not await step("install the wheel", pip):
+                return result("failed", "pip could not install the wheel", sandboxes.name)
+            ok = await step(
+                "load_environment() and one rollout", [f"{_VENV}/bin/python", "runner.py", env_id]
+            )
+    except SandboxError as exc:
+        lines.append(f"[sandbox error: {exc}]")
+        return result("failed", f"the sandbox failed: {exc}", sandboxes.name)
+    report = _last_json(output)
+    if ok and report.get("ok"):
+        return result("passed", "", sandboxes.name)
+    stage, error = report.get("stage", "run"), report.get("error") or "see the log"
+    return result("failed", f"{stage}: {error}"[:500], sandboxes.name)
+
+
+def _last_json(output: str) -> dict[str, object]:
+    for line in reversed(output.splitlines()):
+        if line.startswith("{"):
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                return value
+    return {}

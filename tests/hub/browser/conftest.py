@@ -1,0 +1,137 @@
+"""Browser tests: Playwright for Python driving Debian's chromium (``/usr/bin/chromium``), headless, against
+a real hub on a loopback port seeded by the test (SQLite).
+
+One browser (a persistent context on a fresh profile) and one page per session keep the wall time small.
+Without playwright or chromium the tests skip, or fail when ``VF_REQUIRE_BROWSER=1`` (CI). Screenshots of
+the main pages go to ``test-artifacts/screenshots/``; ``save_docs_images`` also copies two into ``docs/img/``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hub_server import services
+from hub_server.app import create_app
+from hub_server.context import Hub
+from hub_server.settings import HubSettings
+from tests.hub.conftest import ROOT, free_port
+
+CHROMIUM = Path(os.environ.get("VF_TEST_CHROMIUM", "/usr/bin/chromium"))
+SHOTS = ROOT / "test-artifacts" / "screenshots"
+DOCS_IMG = ROOT / "docs" / "img"
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("VF_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"VF_REQUIRE_BROWSER=1 but {reason} (scripts/setup.sh installs both)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def browser_context() -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _missing("playwright is not installed (pip install -e '.[dev]')")
+    if not CHROMIUM.exists():
+        _missing(f"{CHROMIUM} is missing (apt-get install chromium)")
+    profile = tempfile.mkdtemp(prefix="vf-chromium-")
+    with sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            profile,
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=ARGS,
+            viewport={"width": 1280, "height": 900},
+        )
+        context.set_default_timeout(15_000)
+        try:
+            yield context
+        finally:
+            context.close()
+            shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def page(browser_context: Any) -> Any:
+    """The one page every test drives (tests reset cookies and the viewport they change)."""
+    return browser_context.pages[0] if browser_context.pages else browser_context.new_page()
+
+
+def shot(page: Any, name: str, *, full_page: bool = True) -> Path:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=full_page)
+    return path
+
+
+def save_docs_image(source: Path, name: str) -> None:
+    """The README's hub screenshots are the tests' own (never drawn by hand)."""
+    DOCS_IMG.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, DOCS_IMG / name)
+
+
+@dataclass
+class Site:
+    url: str
+    hub: Hub
+    alice: str  # publish token
+    bob: str  # publish token
+    tmp: Path
+
+
+@pytest.fixture(scope="module")
+def site(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    """A hub on a free loopback port (uvicorn in a thread) with users alice and bob."""
+    import uvicorn
+
+    tmp = tmp_path_factory.mktemp("browser-hub")
+    db = tmp / "hub.sqlite"
+    shutil.copyfile(sqlite_template, db)
+    settings = HubSettings(
+        data_dir=tmp / "data",
+        database_url=f"sqlite:///{db}",
+        cache_poll_seconds=0.2,
+        upstream_index="none",
+    )
+    app = create_app(settings)
+    hub: Hub = app.state.hub
+    services.create_user(hub, "alice")
+    services.create_user(hub, "bob")
+    alice = services.create_token(hub, "alice", scopes=["publish"], name="seed")[0]
+    bob = services.create_token(hub, "bob", scopes=["publish"])[0]
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", access_log=False)
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the hub did not start")
+        time.sleep(0.02)
+    try:
+        yield Site(url=f"http://127.0.0.1:{port}", hub=hub, alice=alice, bob=bob, tmp=tmp)
+    finally:
+        server.should_exit = True
+        thread.join(15)
