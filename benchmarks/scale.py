@@ -189,6 +189,9 @@ class Cluster:
             except ProcessLookupError:
                 pass
             p.wait(30)
+        note = Path("/tmp/ray/ray_current_cluster")  # a later ray.init() would try to join the dead head
+        if self.address and note.exists() and note.read_text().strip() == self.address:
+            note.unlink()
 
 
 # --- the driver ----------------------------------------------------------------------------------------

@@ -83,6 +83,14 @@ def serve(
     ] = True,
     access_log: Annotated[bool, typer.Option("--access-log/--no-access-log")] = True,
     log_level: str = "info",
+    demo: Annotated[
+        bool,
+        typer.Option(
+            "--demo",
+            help="Start with content: publish the bundled environments (as verifiers/<name>) and a sample "
+            "eval run into a fresh database (a new temporary data dir unless --data-dir is given).",
+        ),
+    ] = False,
 ) -> None:
     """Serve the API, the simple index and the web UI (SQLite under the data dir unless told otherwise)."""
     import uvicorn
@@ -96,10 +104,19 @@ def serve(
     if data_dir:
         os.environ["VF_HUB_DATA_DIR"] = str(data_dir)
     os.environ["VF_HUB_WORKERS"] = str(workers)  # each worker sizes its pool by the number of workers
+    # Smoke checks fetch requirements beyond the SDK from this hub's own index (hub_server.smoke).
+    local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    os.environ.setdefault("VF_HUB_SMOKE_INDEX_URL", f"http://{local}:{port}/simple/")
     settings = _settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    if migrate_db and settings.auto_migrate:
+    if demo and not (data_dir or database_url or os.environ.get("VF_HUB_DATA_DIR")):
+        import tempfile
+
+        os.environ["VF_HUB_DATA_DIR"] = tempfile.mkdtemp(prefix="vf-hub-demo-")
+        settings = _settings()
+    if (migrate_db and settings.auto_migrate) or demo:
         migrate.upgrade(settings.resolved_database_url)
+    demo_hub = _seed_demo(settings) if demo else None
     try:  # the workers check it too; here it is one clear error instead of one per worker
         pool = plan_pool(
             settings.resolved_database_url,
@@ -123,6 +140,22 @@ def serve(
         log_level=log_level,
         proxy_headers=True,
     )
+    if demo_hub is not None and demo_hub.smoke is not None:
+        demo_hub.smoke.shutdown()  # smoke checks of the demo's publishes still queued
+
+
+def _seed_demo(settings: HubSettings) -> Hub:
+    from hub_server.context import Hub
+    from hub_server.demo import seed_demo
+
+    hub = Hub.from_settings(settings)
+    report = seed_demo(hub)
+    typer.echo(f"demo: published {len(report.published)} environments: {', '.join(report.published)}")
+    for run in report.runs:
+        typer.echo(f"demo: sample eval run {run}")
+    for skipped in report.skipped:
+        typer.secho(f"demo: skipped {skipped}", fg=typer.colors.YELLOW, err=True)
+    return hub
 
 
 def _redact(url: str) -> str:

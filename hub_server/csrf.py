@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
@@ -16,6 +17,8 @@ from starlette.requests import Request
 from hub_server.auth import COOKIE_NAME
 
 FIELD = "csrf"
+#: Before there is a session, the login form is protected by a double-submit cookie (path /login).
+LOGIN_COOKIE = "vf_hub_login_csrf"
 _PURPOSE = b"verifiers-hub web form v1"
 
 
@@ -42,3 +45,15 @@ def session_token(request: Request, submitted: str) -> str | None:
     if not cookie or not submitted or not same_origin(request):
         return None
     return cookie if hmac.compare_digest(form_token(cookie), submitted) else None
+
+
+def login_token(request: Request) -> str:
+    """The login form's token: the one its cookie already holds, else a new one (the caller sets the cookie)."""
+    return request.cookies.get(LOGIN_COOKIE) or secrets.token_urlsafe(24)
+
+
+def login_ok(request: Request, submitted: str) -> bool:
+    cookie = request.cookies.get(LOGIN_COOKIE)
+    return (
+        bool(cookie and submitted) and same_origin(request) and hmac.compare_digest(cookie or "", submitted)
+    )

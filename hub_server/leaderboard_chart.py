@@ -39,12 +39,13 @@ def reward_chart_svg(entries: Sequence[wire.LeaderboardEntry]) -> Markup:
     rows = best_by_model(entries)[:_MAX_BARS]
     if not rows:
         return Markup("")
-    top = max([1.0, *[(e.avg_reward or 0.0) + (e.reward_ci95 or 0.0) for e in rows]])
-    low = min([0.0, *[(e.avg_reward or 0.0) - (e.reward_ci95 or 0.0) for e in rows]])
+    # The axis covers the rewards (0..1 for most rubrics); a whisker beyond it is clipped, not the axis widened.
+    top = max([1.0, *[e.avg_reward or 0.0 for e in rows]])
+    low = min([0.0, *[e.avg_reward or 0.0 for e in rows]])
     plot = _W - _LABEL - 110
 
     def x(value: float) -> float:
-        return _LABEL + (value - low) / (top - low) * plot
+        return _LABEL + (min(max(value, low), top) - low) / (top - low) * plot
 
     height = _TOP + len(rows) * (_BAR + _GAP) + 20
     parts = [

@@ -94,6 +94,17 @@ class HubSettings(BaseSettings):
     smoke_timeout_seconds: float = Field(
         default=300.0, gt=0, description="Wall-clock budget of one smoke check (install + load + rollout)."
     )
+    smoke_index_url: str | None = Field(
+        default=None,
+        description="The hub's own simple index, where a check gets requirements beyond the SDK (wheels, "
+        "on the host). Default: base_url + /simple/; `vf-hub serve` sets it to its own address.",
+    )
+
+    @property
+    def resolved_smoke_index_url(self) -> str | None:
+        if self.smoke_index_url:
+            return self.smoke_index_url
+        return f"{self.base_url.rstrip('/')}/simple/" if self.base_url else None
 
     @property
     def resolved_database_url(self) -> str:

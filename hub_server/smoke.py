@@ -18,6 +18,7 @@ The outcome is ``passed``, ``failed`` (with the log of every step) or ``skipped`
 
 from __future__ import annotations
 
+import asyncio
 import ensurepip
 import functools
 import importlib.metadata as md
@@ -27,8 +28,11 @@ import json
 import logging
 import sys
 import tarfile
+import tempfile
 import time
+import zipfile
 from dataclasses import dataclass
+from email.parser import Parser
 from pathlib import Path
 from typing import Literal
 
@@ -103,6 +107,58 @@ def sdk_base_tar() -> bytes:
     return buf.getvalue()
 
 
+@functools.cache
+def _base_versions() -> dict[str, str]:
+    return {canonicalize_name(d.metadata["Name"]): d.version for d in _requirement_closure(SDK_DISTRIBUTION)}
+
+
+def requirements_beyond_base(wheel_data: bytes) -> list[str]:
+    """The wheel's requirements (no extras) that the SDK base does not satisfy."""
+    with zipfile.ZipFile(io.BytesIO(wheel_data)) as zf:
+        name = next(
+            (n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")), None
+        )
+        metadata = Parser().parsestr(zf.read(name).decode(errors="replace")) if name else None
+    env: dict[str, str] = {k: str(v) for k, v in default_environment().items()}
+    have = _base_versions()
+    missing: list[str] = []
+    specs = (metadata.get_all("Requires-Dist") if metadata is not None else None) or []
+    for spec in specs:
+        req = Requirement(spec)
+        if req.marker is not None and not req.marker.evaluate({**env, "extra": ""}):
+            continue
+        version = have.get(canonicalize_name(req.name))
+        if version is None or not req.specifier.contains(version, prereleases=True):
+            missing.append(spec)
+    return missing
+
+
+async def _download(
+    requirements: list[str], index_url: str, dest: Path, timeout_s: float
+) -> tuple[bool, str]:
+    """``pip download`` of wheels on the host, from ``index_url`` only (the hub's own /simple/)."""
+    cmd = [sys.executable, f"{_pip_wheel()}/pip", "download", "--only-binary", ":all:", "--no-input", "--no-deps",
+           "--disable-pip-version-check", "--isolated", "--index-url", index_url, "--dest", str(dest),
+           *requirements]  # fmt: skip
+    proc = await asyncio.create_subprocess_exec(
+        *cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout_s)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        return False, f"$ {' '.join(cmd)}\n[timed out]"
+    return (
+        proc.returncode == 0,
+        f"$ {' '.join(cmd)}  # requirements beyond the SDK\n{out.decode(errors='replace')}",
+    )
+
+
+def _read_wheels(directory: Path) -> dict[str, bytes]:
+    return {f"wheels/{p.name}": p.read_bytes() for p in directory.glob("*.whl")}
+
+
 def _bundle(files: dict[str, bytes]) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
@@ -127,11 +183,18 @@ def _tail(text: str) -> str:
 
 
 async def run_smoke_check(
-    wheel_filename: str, wheel_data: bytes, *, backend: str | None = None, timeout_s: float = 300.0
+    wheel_filename: str,
+    wheel_data: bytes,
+    *,
+    backend: str | None = None,
+    timeout_s: float = 300.0,
+    index_url: str | None = None,
 ) -> SmokeResult:
-    """Check one wheel; never raises for a broken environment or a missing sandbox (that is the result)."""
-    from verifiers.errors import SandboxError
-    from verifiers.sandbox import SandboxLimits, get_backend
+    """Check one wheel; never raises for a broken environment or a missing sandbox (that is the result).
+
+    Requirements beyond the SDK base are downloaded as wheels on the host from ``index_url`` alone (the
+    hub's own simple index, which falls through to its upstream) and handed to pip inside as files."""
+    from verifiers.sandbox import SandboxError, SandboxLimits, get_backend
 
     started = time.monotonic()
     lines: list[str] = []
@@ -152,7 +215,10 @@ async def run_smoke_check(
     deadline = started + timeout_s
     # PYTHONNOUSERSITE: a PYTHON* variable keeps the sandbox agent's in-process fast path away, so the
     # venv's interpreter really starts (and reads its site-packages and our .pth).
-    env = {"HOME": "/workspace", "PYTHONUNBUFFERED": "1", "PYTHONNOUSERSITE": "1", "PIP_NO_INPUT": "1"}
+    # VF_SANDBOX_BACKEND=local: an environment that runs code in sandboxes of its own (code-env) gets plain
+    # subprocesses, contained by this sandbox (no nesting of gVisor/bubblewrap inside it).
+    env = {"HOME": "/workspace", "PYTHONUNBUFFERED": "1", "PYTHONNOUSERSITE": "1", "PIP_NO_INPUT": "1",
+           "VF_SANDBOX_BACKEND": "local", "VF_SANDBOX_DIR": "/tmp/vf-sandboxes"}  # fmt: skip
 
     output = ""
 
@@ -169,11 +235,31 @@ async def run_smoke_check(
             lines.append(f"[exit status {r.exit_code}]")
         return r.exit_code == 0 and not r.timed_out
 
+    wheels = {f"wheels/{wheel_filename}": wheel_data}
+    extra = requirements_beyond_base(wheel_data)
+    if extra and index_url:
+        # Level by level with --no-deps: what the base has (the SDK itself included) is never fetched.
+        fetched: set[str] = set()
+        while extra:
+            with tempfile.TemporaryDirectory(prefix="vf-smoke-wheels-") as tmp:
+                left = max(1.0, deadline - time.monotonic())
+                ok, out = await _download(extra, index_url, Path(tmp), left)
+                lines.append(out.rstrip())
+                if not ok:
+                    why = f"install: cannot get {', '.join(extra)} from {index_url}"
+                    return result("failed", why[:500], None)
+                new = await asyncio.to_thread(_read_wheels, Path(tmp))
+            wheels.update(new)
+            fetched |= {canonicalize_name(Requirement(r).name) for r in extra}
+            wanted = {r for data in new.values() for r in requirements_beyond_base(data)}
+            extra = sorted(r for r in wanted if canonicalize_name(Requirement(r).name) not in fetched)
+    elif extra:
+        lines.append(f"[requirements beyond the SDK, and no index to get them from: {', '.join(extra)}]")
     try:
-        base = sdk_base_tar()
+        base = await asyncio.to_thread(sdk_base_tar)  # built once per process (~2 s)
         async with await sandboxes.create(limits) as sb:
             await sb.upload_bundle(base, dest="base")
-            await sb.upload_bundle(_bundle({f"wheels/{wheel_filename}": wheel_data, "runner.py": runner}))
+            await sb.upload_bundle(_bundle({**wheels, "runner.py": runner}))
             if not await step("throwaway venv", ["python3", "-m", "venv", "--without-pip", _VENV]):
                 return result("failed", "could not create the venv", sandboxes.name)
             await sb.write_file(
@@ -183,7 +269,9 @@ async def run_smoke_check(
                    "--disable-pip-version-check", "--find-links", "/workspace/wheels",
                    f"/workspace/wheels/{wheel_filename}"]  # fmt: skip
             if not await step("install the wheel", pip):
-                return result("failed", "pip could not install the wheel", sandboxes.name)
+                errors = [ln for ln in output.splitlines() if ln.startswith("ERROR:")]
+                why = errors[-1].removeprefix("ERROR:").strip() if errors else "see the log"
+                return result("failed", f"install: {why}"[:500], sandboxes.name)
             ok = await step(
                 "load_environment() and one rollout", [f"{_VENV}/bin/python", "runner.py", env_id]
             )

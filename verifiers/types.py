@@ -233,6 +233,9 @@ class RunMetadata(BaseModel):
     env_version: str
     env_content_hash: str
     sdk_version: str
+    #: Unique per run directory, kept across resumes (the hub keys an uploaded run by it). ``None`` in
+    #: directories written before it existed.
+    run_id: str | None = None
     env_args: dict[str, Any] = Field(default_factory=dict)
     model: str
     base_url: str | list[str]

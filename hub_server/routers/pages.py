@@ -16,8 +16,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from hub_server import csrf, schemas, services, source_view
 from hub_server.auth import COOKIE_NAME, SCOPES, AuthError, Principal
+from hub_server.context import Hub
 from hub_server.deps import HubDep, PrincipalDep, SessionDep
-from hub_server.routers.web import _render, render_error
+from hub_server.routers.web import render_error, render_page
 from hub_server.services import account_view
 
 router = APIRouter(include_in_schema=False)
@@ -25,12 +26,12 @@ router = APIRouter(include_in_schema=False)
 _EXPIRY_DAYS = (0, 7, 30, 90, 365)
 
 
-def _account(request: Request, hub: Any, principal: Principal, **extra: Any) -> HTMLResponse:
+def _account(request: Request, hub: Hub, principal: Principal, **extra: Any) -> HTMLResponse:
     with hub.db.read() as session:
         tokens = services.list_tokens(session, principal.user_id)
         own = account_view.own_environments(session, principal)
         starred = account_view.starred_environments(session, principal)
-    return _render(
+    return render_page(
         request,
         "account.html",
         principal=principal,
@@ -50,7 +51,7 @@ def account_page(request: Request, hub: HubDep, principal: PrincipalDep) -> Resp
     return _account(request, hub, principal)
 
 
-def _form_principal(request: Request, hub: HubDep, submitted: str) -> Principal:
+def _form_principal(request: Request, hub: Hub, submitted: str) -> Principal:
     token = csrf.session_token(request, submitted)
     if token is None:
         raise services.HubError(403, "send this form from the hub's own page while logged in (CSRF check)")
@@ -104,6 +105,20 @@ def revoke_token_form(
     return RedirectResponse("/account", status_code=303)
 
 
+@router.post("/{owner}/{name}/star", response_model=None)
+def star_form(
+    request: Request,
+    hub: HubDep,
+    owner: str,
+    name: str,
+    token: Annotated[str, Form(alias=csrf.FIELD, max_length=100)] = "",
+    starred: Annotated[bool, Form()] = True,
+) -> Response:
+    principal = _form_principal(request, hub, token)
+    services.set_star(hub, principal, owner, name, starred)  # 404 unless visible
+    return RedirectResponse(f"/{owner}/{name}", status_code=303)
+
+
 @router.get("/docs", response_class=HTMLResponse)
 def api_docs(request: Request, principal: PrincipalDep) -> HTMLResponse:
     """The API reference rendered from the OpenAPI schema on the server: no CDN scripts, works offline."""
@@ -127,7 +142,7 @@ def api_docs(request: Request, principal: PrincipalDep) -> HTMLResponse:
                     "anchor": f"{method}-{path}".replace("/", "-").replace("{", "").replace("}", ""),
                 }
             )
-    return _render(
+    return render_page(
         request,
         "api_docs.html",
         info=schema.get("info", {}),
@@ -158,7 +173,7 @@ def source_page(
     if found is None:
         return render_error(request, 404, f"{path} is not in the stored sdist")
     data, size = found
-    return _render(
+    return render_page(
         request,
         "source.html",
         env=env,

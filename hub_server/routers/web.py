@@ -29,7 +29,7 @@ from hub_server import csrf, eval_view, leaderboard_chart, schemas, services
 from hub_server.auth import COOKIE_NAME, AuthError
 from hub_server.deps import HubDep, PrincipalDep, SessionDep
 from hub_server.releases import latest_version, sorted_versions
-from hub_server.services import runs
+from hub_server.services import account_view, runs
 from hub_server.services.catalogue import popular_tags
 from verifiers.hub import wire
 from verifiers.hub.packaging import normalize_name
@@ -114,6 +114,11 @@ def _render(request: Request, template: str, status_code: int = 200, **context: 
     return response
 
 
+def render_page(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    """A page with the hub's security headers and CSRF token in its context (for the other page routers)."""
+    return _render(request, template, status_code, **context)
+
+
 def render_error(request: Request, status_code: int, detail: str) -> HTMLResponse:
     return _render(request, "error.html", status_code=status_code, code=status_code, detail=detail)
 
@@ -171,17 +176,31 @@ def index(
 
 @router.get("/login", response_class=HTMLResponse)
 def login_form(request: Request, principal: PrincipalDep) -> HTMLResponse:
-    return _render(request, "login.html", principal=principal, error=None)
+    token = csrf.login_token(request)
+    response = _render(request, "login.html", principal=principal, error=None, login_csrf=token)
+    response.set_cookie(
+        csrf.LOGIN_COOKIE, token, max_age=3600, path="/login", httponly=True, samesite="strict"
+    )
+    return response
 
 
 @router.post("/login", response_model=None)
-def login(request: Request, hub: HubDep, token: Annotated[str, Form(max_length=200)]) -> Response:
-    if not _same_origin(request):
-        return render_error(request, 403, "cross-site login refused")
+def login(
+    request: Request,
+    hub: HubDep,
+    token: Annotated[str, Form(max_length=200)],
+    form_token: Annotated[str, Form(alias=csrf.FIELD, max_length=100)] = "",
+) -> Response:
+    if not _same_origin(request) or not csrf.login_ok(request, form_token):
+        return render_error(
+            request, 403, "login refused: use the hub's own login page (reload it and try again)"
+        )
     try:
         principal = hub.principal(token.strip())
     except AuthError as exc:
-        return _render(request, "login.html", status_code=401, principal=None, error=str(exc))
+        return _render(
+            request, "login.html", status_code=401, principal=None, error=str(exc), login_csrf=form_token
+        )
     expires_at = services.token_expiry(hub, principal.token_id)
     max_age = int(timedelta(days=30).total_seconds())
     if expires_at is not None:
@@ -241,6 +260,7 @@ def environment_page(
         readme=render_readme(current.readme, current.readme_content_type) if current else "",
         evals=services.list_evals(session, env),
         board=board,
+        starred=account_view.has_starred(session, principal, env.id),
         all_runs=runs.list_runs(session, principal, owner, name, per_page=50),
         chart=leaderboard_chart.reward_chart_svg(board.entries),
         newer=newest if newest and current and _is_newer(newest.version, current.version) else None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from hub_server import schemas
@@ -36,3 +37,11 @@ def starred_environments(session: Session, principal: Principal) -> list[wire.En
         .limit(LIMIT)
     )
     return [schemas.env_summary(e) for e in load_environments(session, stmt, files=False)]
+
+
+def has_starred(session: Session, principal: Principal | None, environment_id: int) -> bool:
+    """Whether the caller starred the environment (the page's star button shows it)."""
+    if principal is None:
+        return False
+    stmt = select(Star.id).where(Star.user_id == principal.user_id, Star.environment_id == environment_id)
+    return session.scalar(stmt) is not None

@@ -101,7 +101,11 @@ class SmokeChecks:
             self._store(version_id, "running")
             result = asyncio.run(
                 run_smoke_check(
-                    filename, data, backend=settings.smoke_backend, timeout_s=settings.smoke_timeout_seconds
+                    filename,
+                    data,
+                    backend=settings.smoke_backend,
+                    timeout_s=settings.smoke_timeout_seconds,
+                    index_url=settings.resolved_smoke_index_url,
                 )
             )
         except Exception as exc:  # the check itself broke: record it, the publish stands

@@ -123,6 +123,18 @@ class RayCluster:
     def stop(self) -> None:
         for proc in reversed(self.nodes):
             self.kill(proc)
+        forget_cluster(self.address)
+
+
+def forget_cluster(address: str) -> None:
+    """Remove ``ray start``'s note of the head it started (``/tmp/ray/ray_current_cluster``), which a
+    later ``ray.init()`` without an address would try to join after the cluster is gone."""
+    note = Path("/tmp/ray/ray_current_cluster")
+    try:
+        if address and note.read_text().strip() == address:
+            note.unlink()
+    except OSError:
+        pass
 
 
 def _descendants(root: int) -> list[int]:

@@ -121,3 +121,66 @@ def test_checks_can_be_turned_off(tmp_path: Path, sqlite_template: Path) -> None
         # Someone else's private environment, or one that does not exist, is a 404 like everywhere.
         assert client.get("/api/v1/environments/alice/nope/versions/0.1.0/smoke-check").status_code == 404
     assert check["status"] == "skipped" and "VF_HUB_SMOKE_CHECKS" in str(check["reason"])
+
+
+DEPENDENT_SOURCE = b"""import smoke_helper
+
+
+def load_environment(**kwargs):
+    return smoke_helper.load_environment(**kwargs)
+"""
+
+
+@pytest.mark.sandbox
+def test_requirements_beyond_the_sdk_come_from_the_hubs_own_index(
+    tmp_path: Path, sqlite_template: Path
+) -> None:
+    import threading
+    import time
+
+    import httpx
+    import uvicorn
+
+    from tests.hub.conftest import free_port
+
+    port = free_port()
+    client = _app(
+        tmp_path,
+        sqlite_template,
+        smoke_backend=_backend(),
+        smoke_index_url=f"http://127.0.0.1:{port}/simple/",
+    )
+    server = uvicorn.Server(uvicorn.Config(client.app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            assert thread.is_alive()
+            time.sleep(0.02)
+        token = _actors(client)
+        helper = Dist(name="smoke-helper")
+        dependent = Dist(
+            name="smoke-dependent",
+            dependencies=["verifiers-sdk", "smoke-helper>=0.1"],
+            files={"smoke_dependent/__init__.py": DEPENDENT_SOURCE},
+        )
+        url = f"http://127.0.0.1:{port}"
+        for dist in (helper, dependent):
+            wheel, sdist = dist.pair()
+            r = httpx.post(
+                f"{url}/api/v1/environments/alice/{dist.name}/versions",
+                files={"wheel": wheel, "sdist": sdist},
+                headers=Actors.auth(token),
+                timeout=60,
+            )
+            assert r.status_code == 201, r.text
+        check = _check(client, "smoke-dependent", token)
+    finally:
+        server.should_exit = True
+        thread.join(15)
+    assert check["status"] == "passed", check["log"]
+    log = str(check["log"])
+    # Fetched on the host from this hub's index alone; the SDK (in the base) was not downloaded.
+    assert f"--index-url http://127.0.0.1:{port}/simple/" in log and "smoke-helper>=0.1" in log
+    assert "Successfully installed smoke-dependent-0.1.0 smoke-helper-0.1.0" in log
+    assert "verifiers_sdk-" not in log

@@ -30,8 +30,14 @@ def test_dry_run_prints_the_env_servers_and_prime_rl_commands(
         main(["launch", str(run), "--dry-run", "--prime-rl-dir", "/opt/prime-rl"])
     assert exc.value.code == 0
     out = capsys.readouterr().out.splitlines()
-    assert "vf-serve math-env --host 127.0.0.1 --port 8100 --zmq-port 5100 &" in out
-    assert "vf-serve code-env --host 127.0.0.1 --port 8101 --zmq-port 5101 &" in out
+    assert (
+        "vf-serve math-env --host 127.0.0.1 --port 8100 --zmq-port 5100 --max-concurrent 512 --workers 2 &"
+        in out
+    )
+    assert (
+        "vf-serve code-env --host 127.0.0.1 --port 8101 --zmq-port 5101 --max-concurrent 512 --workers 2 &"
+        in out
+    )
     install = next(line for line in out if line.startswith("uv pip install"))
     assert "--python /opt/prime-rl/.venv/bin/python" in install
     for pkg in ("vf-icepop-loss", "math-env-vfbridge", "code-env-vfbridge"):

@@ -80,11 +80,9 @@ def _local_places(target: str) -> list[str]:
     """Where ``_local_dir`` looked for a bare name, for the not-found error."""
     from verifiers.hub.packaging import module_name
 
-    envs = Path("environments")
-    listed = f"{envs.resolve()}/ (no project named {target!r})" if envs.is_dir() else f"{envs.resolve()}/ (absent)"
-    return [f"the path {Path(target).expanduser().resolve()} (not a directory)", listed.replace(
-        "(no project", f"(no {module_name(target)}/ or project"
-    )]
+    envs = Path("environments").resolve()
+    found = f"no {module_name(target)}/ nor a project named {target!r}" if envs.is_dir() else "absent"
+    return [f"the path {Path(target).expanduser().resolve()} (not a directory)", f"{envs}/ ({found})"]
 
 
 def check_import(module: str, dist: str, python: str = sys.executable) -> str | None:
@@ -120,7 +118,6 @@ def _install_local(path: Path, out: Console, *, upgrade: bool, no_deps: bool, ve
 
 def _install_hub(spec: str, out: Console, *, upgrade: bool, token: str | None, hub_url: str | None) -> None:
     from verifiers.hub.install import HubInstallError, install_from_hub
-
     from verifiers.hub.resolve import EnvironmentNotFound
 
     out.print(f"installing {spec} from the hub …")

@@ -249,10 +249,11 @@ def _connect(ray: Any, options: RayOptions) -> bool:
     kwargs: dict[str, Any] = {"logging_level": "WARNING", "log_to_driver": False}
     if options.runtime_env is not None:
         kwargs["runtime_env"] = options.runtime_env
+    # Ray's own "local": always a new instance (without an address, ray.init joins whatever cluster
+    # /tmp/ray/ray_current_cluster names, even a dead one).
+    kwargs["address"] = options.address
     if options.address == LOCAL:
         kwargs["include_dashboard"] = False
-    else:
-        kwargs["address"] = options.address
     try:
         ray.init(**kwargs)
     except (ConnectionError, RuntimeError, ValueError) as exc:

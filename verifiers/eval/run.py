@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field
@@ -210,6 +211,7 @@ async def run_eval(
         env_version=env.env_version,
         env_content_hash=env.env_content_hash,
         sdk_version=sdk_version(),
+        run_id=uuid.uuid4().hex,
         env_args=env.env_args,
         model=model,
         base_url=_base_url(client, base_url),
@@ -349,6 +351,7 @@ async def run_eval(
         if resume and old is not None:
             _check_resume(old, meta, run_dir.path)
             meta.started_at = old.started_at
+            meta.run_id = old.run_id
             meta.duration_s = old.duration_s
             if old.env_content_hash != meta.env_content_hash:
                 meta.extra["resumed_across_content_hashes"] = sorted(

@@ -190,7 +190,10 @@ def read_metadata(run_dir: Path) -> RunMetadata:
 
 
 def run_key(meta: RunMetadata) -> str:
-    """The run's id on the hub: the same directory always gives the same key."""
+    """The run's id on the hub: the same directory always gives the same key (its ``run_id``; directories
+    from before ``run_id`` existed fall back to what identified them then)."""
+    if meta.run_id:
+        return meta.run_id
     ident = json.dumps([meta.env_id, meta.env_version, meta.model, meta.started_at])
     return hashlib.sha256(ident.encode()).hexdigest()[:32]
 

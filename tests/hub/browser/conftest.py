@@ -112,6 +112,7 @@ def site(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
         database_url=f"sqlite:///{db}",
         cache_poll_seconds=0.2,
         upstream_index="none",
+        base_url="http://localhost:8080",  # what install commands show (and the README's screenshots)
     )
     app = create_app(settings)
     hub: Hub = app.state.hub

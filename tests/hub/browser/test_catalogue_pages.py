@@ -54,6 +54,11 @@ def catalogue(site: Site) -> Site:
     _publish(site, site.alice, "alice", Dist("word-ladder", summary="Change one letter", keywords=["puzzle"]))
     _publish(site, site.alice, "alice", Dist("xss-env", summary="A hostile README", readme=HOSTILE_README))
     _publish(site, site.alice, "alice", Dist("secret-env", summary="Nobody else sees this"), "private")
+    starred = httpx.put(
+        f"{site.url}/api/v1/environments/bob/code-golf/star",
+        headers={"Authorization": f"Bearer {site.alice}"},
+    )
+    assert starred.status_code == 200, starred.text
     return site
 
 
@@ -139,10 +144,21 @@ def test_sign_in_tokens_and_a_private_environment(catalogue: Site, signed_out: A
     page.fill("input[name=token]", catalogue.alice)
     page.click("main form button[type=submit]")
     page.wait_for_url(catalogue.url + "/")
+    page.goto(catalogue.url + "/alice/word-ladder")
+    page.click("form.star button")  # a CSRF-protected form
+    page.wait_for_url("**/alice/word-ladder")
+    assert page.locator("form.star button").inner_text() == "★ Unstar" and "1 stars" in page.inner_text(
+        ".env-head"
+    )
     page.click("header a.who")
     page.wait_for_url("**/account")
     own = page.locator("section", has=page.locator("h2", has_text="Your environments"))
     assert own.locator(".card", has_text="alice/secret-env").locator(".badge.private").count() == 1
+    stars = page.locator("section", has=page.locator("h2", has_text="Starred"))
+    assert [c.inner_text() for c in stars.locator(".card .title").all()] == [
+        "alice/word-ladder",
+        "bob/code-golf",
+    ]
 
     page.fill("form.token-form input[name=name]", "ci-laptop")
     page.select_option("form.token-form select[name=scope]", "read")

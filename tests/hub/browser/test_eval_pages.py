@@ -58,7 +58,7 @@ def _tool_env(parent: Path) -> Path:
 
 
 def _model(body: dict[str, Any]) -> Reply:
-    """scripted/tools looks every question up, then answers with the tool's result; scripted/guess says Paris."""
+    """scripted/guess always says Paris; the others look every question up, then answer with the tool's result."""
     messages = body.get("messages") or []
     if body.get("model") == "scripted/guess":
         return Reply("Paris")
@@ -107,13 +107,17 @@ def evals(site: Site, tmp_path_factory: pytest.TempPathFactory) -> Evals:
             )
 
         out = work / "outputs"
-        # Two at once; the second scripted/tools run starts later: the hub tells runs apart by
-        # (environment, version, model, started_at to the second).
-        with ThreadPoolExecutor(2) as pool:
+        # A different model name for the public tool-using run: the hub tells runs apart by
+        # (environment, version, model, started_at to the second), and these start together.
+        with ThreadPoolExecutor(3) as pool:
             pushing = pool.submit(run, "scripted/tools", "2", "--push", "-o", str(out / "pushed"))
-            pool.submit(run, "scripted/guess", "1", "-o", str(out / "guess")).result()
+            others = [
+                pool.submit(run, "scripted/lookup", "1", "-o", str(out / "tools")),
+                pool.submit(run, "scripted/guess", "1", "-o", str(out / "guess")),
+            ]
             pushed_out = pushing.result()
-        run("scripted/tools", "1", "-o", str(out / "tools"))
+            for f in others:
+                f.result()
     outs = [pushed_out]
     found = re.search(r"pushed eval run (\d+) of alice/quiz-env .*\(scripted/tools, private\)", outs[0])
     assert found, outs[0]
@@ -152,10 +156,10 @@ def test_the_environment_page_charts_the_leaderboard(evals: Evals, page: Any) ->
     assert [v.inner_text() for v in page.locator("ul.versions li a").all()] == ["0.1.0"]
     chart = page.locator("svg.reward-chart")
     assert chart.locator("rect.bar").count() == 2
-    labels = chart.locator("text").all_inner_texts()
-    assert "scripted/tools" in labels and "scripted/guess" in labels
+    labels = " ".join(chart.locator("text").all_text_contents())
+    assert "scripted/lookup" in labels and "scripted/guess" in labels
     board = page.locator("table.board tbody tr")
-    assert board.count() == 2 and board.first.locator("td").first.inner_text() == "scripted/tools"
+    assert board.count() == 2 and board.first.locator("td").first.inner_text() == "scripted/lookup"
     assert (
         page.locator("table.runs a", has_text=f"eval {evals.private_run}").count() == 0
     )  # private: not shown

@@ -22,6 +22,14 @@ FIRST_HTTP_PORT = 8100
 FIRST_ZMQ_PORT = 5100
 
 
+#: Rollouts each env server keeps in flight: two steps' batches (``orchestrator.batch_size`` below counts
+#: rollouts; the orchestrator generates the next step while one trains), and worker processes to run them.
+ENV_SERVER: dict[str, dict[str, int]] = {
+    "single-node": {"max_concurrent": 2 * 256, "workers": 2},
+    "intellect3": {"max_concurrent": 2 * 256 * 16, "workers": 8},
+}
+
+
 def build_spec(preset: Preset, envs: list[tuple[str, str, float | None]], model: str) -> RunSpec:
     """The run spec of a preset; ``envs`` are parsed ``--env`` values (id, version pin or "", ratio)."""
     entries = [
@@ -31,6 +39,7 @@ def build_spec(preset: Preset, envs: list[tuple[str, str, float | None]], model:
             ratio=ratio,
             http_port=FIRST_HTTP_PORT + i,
             zmq_port=FIRST_ZMQ_PORT + i,
+            **ENV_SERVER[preset],
         )
         for i, (env_id, version, ratio) in enumerate(envs)
     ]

@@ -178,6 +178,10 @@ def env_server_commands(spec: RunSpec) -> list[list[str]]:
             str(e.http_port),
             "--zmq-port",
             str(e.zmq_port),
+            "--max-concurrent",
+            str(e.max_concurrent),
+            "--workers",
+            str(e.workers),
         ]
         if e.args:
             cmd += ["--env-args", json.dumps(e.args, sort_keys=True)]

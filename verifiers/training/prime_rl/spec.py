@@ -41,6 +41,10 @@ class EnvEntry(_Strict):
     host: str = "127.0.0.1"
     http_port: int
     zmq_port: int
+    #: vf-serve's cap on rollouts in flight (its default, 256, would throttle a large batch) and its worker
+    #: processes; render sets both from the preset's batch.
+    max_concurrent: int = Field(default=256, ge=1)
+    workers: int = Field(default=1, ge=1)
 
     @property
     def name(self) -> str:
