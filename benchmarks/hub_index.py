@@ -105,6 +105,7 @@ def prepare_hub(work: Path, database_url: str | None = None) -> tuple[dict[str, 
     """A migrated hub data dir under ``work`` with user ``bench``: its environment, the ``vf-hub``
     command and a publish token (shared by the hub benchmarks)."""
     env = {**os.environ, "VF_HUB_DATA_DIR": str(work / "hub"), "VF_HUB_MAX_ARCHIVE_MEMBERS": "100"}
+    env["VF_HUB_SMOKE_CHECKS"] = "false"  # a sandboxed check per publish would load the machine under test
     env.pop("VF_HUB_DATABASE_URL", None)
     if database_url:
         env["VF_HUB_DATABASE_URL"] = database_url

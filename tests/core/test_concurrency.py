@@ -134,3 +134,42 @@ def test_the_progress_display_shows_an_adaptive_cap() -> None:
     assert "cap 4 (auto 4..32)" in line
     fixed = ProgressDisplay(Console(), vf.RunProgress(limit=FixedLimit(8)), "t").plain_line()
     assert "cap" not in fixed
+
+
+def test_vf_eval_takes_adaptive_concurrency_and_an_optional_ray_address() -> None:
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from verifiers.cli.eval import _normalize_argv
+
+    assert _normalize_argv(["tiny-qa", "--ray"]) == ["tiny-qa", "--ray=local"]
+    assert _normalize_argv(["--ray", "tiny-qa"]) == ["--ray=local", "tiny-qa"]  # ENV_ID is no address
+    assert _normalize_argv(["--ray", "auto", "x"]) == ["--ray=auto", "x"]
+    assert _normalize_argv(["--ray", "ray://h:10001"]) == ["--ray=ray://h:10001"]
+    vf_eval = Path(sys.executable).with_name("vf-eval")
+    out = subprocess.run(
+        [
+            str(vf_eval),
+            "tiny-qa",
+            "-b",
+            "http://127.0.0.1:9/v1",
+            "-c",
+            "4:64",
+            "--ray",
+            "h:6379",
+            "--dry-run",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    config = json.loads(out.stdout)["config"]
+    assert config["max_concurrent"] == [4, 64] and config["ray"] == "h:6379"
+    bad = subprocess.run(
+        [str(vf_eval), "tiny-qa", "-c", "lots", "--dry-run"], capture_output=True, text=True, timeout=60
+    )
+    assert bad.returncode == 2 and "-c/--max-concurrent" in bad.stderr

@@ -98,10 +98,13 @@ def test_the_pages_follow_a_growing_results_file(run_dir: Path, tmp_path: Path) 
         assert f"{len(lines)} rollouts match" in client.get("/").text
 
 
-def test_vf_view_serves_on_loopback(run_dir: Path) -> None:
+@pytest.mark.parametrize(
+    "entry", [["verifiers.cli.view"], ["verifiers.cli.eval", "view"]], ids=["vf-view", "vf-eval view"]
+)
+def test_vf_view_serves_on_loopback(run_dir: Path, entry: list[str]) -> None:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "verifiers.cli.view", str(run_dir), "--port", str(port), "--no-open"],
+        [sys.executable, "-m", *entry, str(run_dir), "--port", str(port), "--no-open"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -395,6 +395,9 @@ async def _dispatch(
             for _, _, fut in items:
                 if not fut.done():
                     fut.set_exception(exc)
+        for _, _, fut in items:  # never wait forever on a group the stream did not return
+            if not fut.done():
+                fut.set_exception(RuntimeError("a Ray actor's batch ended without returning every group"))
 
     def flush() -> None:
         batches = list(outbox.items())

@@ -39,7 +39,8 @@ def build_spec(preset: Preset, envs: list[tuple[str, str, float | None]], model:
             ratio=ratio,
             http_port=FIRST_HTTP_PORT + i,
             zmq_port=FIRST_ZMQ_PORT + i,
-            **ENV_SERVER[preset],
+            max_concurrent=ENV_SERVER[preset]["max_concurrent"],
+            workers=ENV_SERVER[preset]["workers"],
         )
         for i, (env_id, version, ratio) in enumerate(envs)
     ]
