@@ -303,7 +303,10 @@ def main() -> int:
     rows = measure(args, levels, None)
 
     load = " ".join(f"{x:.2f}" for x in load_before)
-    print(f"\nwrk -t2 -d{args.seconds}s --latency, load average (1/5/15 min) before: {load}\n")
+    after = " ".join(f"{x:.2f}" for x in os.getloadavg())  # others' work mid-run shows here
+    print(
+        f"\nwrk -t2 -d{args.seconds}s --latency, load average (1/5/15 min) before: {load}, after: {after}\n"
+    )
     ratio_head = " req/s ratio | p99 ratio |" if baseline else ""
     print(f"| backend | mix | endpoint | c | req/s | p50 ms | p99 ms | non-2xx / requests |{ratio_head}")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |" + (" --- | --- |" if baseline else ""))

@@ -225,6 +225,8 @@ def main() -> None:
         return
 
     n, c = args.n, args.concurrency
+    # A loopback-only cluster (and its drivers, the jobs below): no token auth, whatever ~/.ray holds.
+    os.environ["RAY_AUTH_MODE"] = "disabled"
     server = subprocess.Popen(
         [sys.executable, str(HERE / "_latency_server.py"), "--latency", str(args.latency)],
         stdout=subprocess.PIPE,

@@ -27,6 +27,9 @@ FAST_HEALTH = {
     "RAY_health_check_timeout_ms": "500",
     "RAY_health_check_failure_threshold": "3",
     "RAY_USAGE_STATS_ENABLED": "0",
+    # Loopback-only test clusters: without this, a token Ray wrote to ~/.ray/auth_token earlier (its
+    # local ray.init() does) switches the head to token auth and the drivers' connections fail.
+    "RAY_AUTH_MODE": "disabled",
 }
 NODE_FLAGS = ["--num-cpus=1", "--object-store-memory=100000000", "--disable-usage-stats", "--block"]
 
@@ -166,6 +169,8 @@ _COUNT_NODES = (
 def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
     """A head and one worker node, for the whole session."""
     cluster = RayCluster(tmp_path_factory.mktemp("ray"))
+    saved = {k: os.environ.get(k) for k in FAST_HEALTH}
+    os.environ.update(FAST_HEALTH)  # the drivers: this process and the vf-eval it starts
     try:
         cluster.start_head()
         cluster.add_worker("worker1")
@@ -173,3 +178,8 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster
     finally:
         cluster.stop()
         shutil.rmtree(cluster.root, ignore_errors=True)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
