@@ -12,7 +12,7 @@ import verifiers as vf
 from tests.cli._helpers import RULES, Result, assert_one_line_error, run_cli, run_dirs
 
 #: What differs between two runs of the same settings (clock, run directory).
-VOLATILE = {"started_at", "finished_at", "duration_s"}
+VOLATILE = {"started_at", "finished_at", "duration_s", "run_id"}
 
 
 def vf_eval(work: Path, *args: str) -> Result:

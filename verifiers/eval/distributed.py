@@ -129,6 +129,14 @@ def resolve_loader(name: str) -> Callable[..., Any]:
     return fn  # type: ignore[no-any-return]
 
 
+#: Run settings applied to the environment object (``launch``), which each actor's copy must get too.
+ENV_SETTINGS = ("timeout", "max_seq_len", "interleaved_thinking")
+
+
+def _env_settings(env: Any) -> dict[str, Any]:
+    return {name: getattr(env, name) for name in ENV_SETTINGS if getattr(env, name, None) is not None}
+
+
 class GroupWorker:
     """The actor: one environment, one client, groups run with the local engine."""
 
@@ -142,12 +150,12 @@ class GroupWorker:
         sampling_args: SamplingArgs | None,
         score: ScoreMode,
         max_tokens_limit: int | None,
-        timeout: float | None,
+        env_settings: dict[str, Any],
     ) -> None:
         self.loader, self.env_id, self.env_args = loader, env_id, env_args
         self.client_spec = client_spec
         self.model, self.sampling_args, self.score = model, sampling_args, score
-        self.max_tokens_limit, self.timeout = max_tokens_limit, timeout
+        self.max_tokens_limit, self.env_settings = max_tokens_limit, env_settings
         self.env: Any = None
         self.client: Client | None = None
         self.sched: _Scheduler | None = None
@@ -158,8 +166,8 @@ class GroupWorker:
         ray = _import_ray()
         self.node_id = str(ray.get_runtime_context().get_node_id())
         self.env = resolve_loader(self.loader)(self.env_id, **self.env_args)
-        if self.timeout is not None:
-            self.env.timeout = self.timeout
+        for name, value in self.env_settings.items():  # what the driver set on its own copy
+            setattr(self.env, name, value)
         endpoints, options = self.client_spec
         self.client = Client(endpoints, **options)
         await self.env.setup()
@@ -310,7 +318,7 @@ async def schedule_ray(
                         sampling_args,
                         score,
                         max_tokens_limit,
-                        getattr(env, "timeout", None),
+                        _env_settings(env),
                     )
                 )
         report.actors = len(actors)

@@ -11,6 +11,7 @@ infra or env error) has nothing to score; it is copied unchanged, error and all.
 from __future__ import annotations
 
 import time
+import uuid
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -157,6 +158,7 @@ async def rescore_run(
     meta.env_content_hash = env.env_content_hash
     meta.sdk_version = sdk_version()
     meta.started_at = started
+    meta.run_id = uuid.uuid4().hex  # a new run directory: its own identity (the hub keys uploads by it)
     meta.finished_at = utc_now()
     meta.status = "completed"
     agg.fill(meta)
