@@ -46,7 +46,10 @@ def _missing(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+# Package scope, not session: Playwright's sync API keeps an event loop running on the main thread while
+# it is open, and every later asyncio test of the session would fail with "cannot be called from a running
+# event loop". Closing it when this package's tests end gives the loop back.
+@pytest.fixture(scope="package")
 def browser_context() -> Iterator[Any]:
     try:
         from playwright.sync_api import sync_playwright
@@ -71,7 +74,7 @@ def browser_context() -> Iterator[Any]:
             shutil.rmtree(profile, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def page(browser_context: Any) -> Any:
     """The one page every test drives (tests reset cookies and the viewport they change)."""
     return browser_context.pages[0] if browser_context.pages else browser_context.new_page()
