@@ -18,8 +18,9 @@ import pytest
 
 import verifiers as vf
 from tests.cli._helpers import clean_env, script
-from tests.eval_ray.conftest import RayCluster
+from tests.eval_ray.conftest import RayCluster, _descendants
 from tests.scripted_server import Reply, ScriptedServer
+from verifiers.cli.eval import EXIT_INTERRUPTED
 
 pytestmark = pytest.mark.ray
 
@@ -136,6 +137,69 @@ def test_a_driver_killed_with_sigkill_resumes_exactly_once(ray_cluster: RayClust
         first = len(_records(out))
         assert first < EXAMPLES * 2, "the run finished before it was killed"
         assert json.loads((out / "metadata.json").read_text())["status"] == "running"
+        res = subprocess.run(
+            [script("vf-eval"), *args, "--resume", str(out), "--ray", ray_cluster.address],
+            env=clean_env(),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert res.returncode == 0, res.stderr[-3000:]
+    _assert_exactly_once(out, 2)
+
+
+def _eval_actor_pids(cluster: RayCluster) -> list[int]:
+    """This cluster's processes running a ``GroupWorker`` actor (Ray titles them ``ray::GroupWorker…``)."""
+    found = []
+    for pid in (p for node in cluster.nodes if node.poll() is None for p in _descendants(node.pid)):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"GroupWorker" in cmdline:
+            found.append(pid)
+    return found
+
+
+def test_ctrl_c_leaves_a_consistent_run_and_resumes_exactly_once(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    with ScriptedServer(handler=lambda body: _answer(body, 0.6)) as srv:
+        args = ["tiny-qa", "-m", "m", "-b", srv.url, "-n", str(EXAMPLES), "-r", "2", "-c", "4"]
+        proc = subprocess.Popen(
+            [script("vf-eval"), *args, "-o", str(out), "--ray", ray_cluster.address],
+            env=clean_env(),
+            cwd=tmp_path,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert _wait_for_lines(out / "results.jsonl", 2), "the driver wrote nothing"
+            assert _eval_actor_pids(ray_cluster), (
+                "no actor process found (the check below would pass vacuously)"
+            )
+            proc.send_signal(signal.SIGINT)  # Ctrl-C, with groups in flight on the actors
+            _, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(30)
+        assert proc.returncode == EXIT_INTERRUPTED, err[-3000:]
+        assert "Traceback" not in err and "--resume" in err, err[-3000:]
+        records = _records(out)  # every line a whole JSON record
+        pairs = Counter((r["example_id"], r["rollout_index"]) for r in records)
+        assert 0 < len(records) < EXAMPLES * 2, "the run finished before it was interrupted"
+        assert set(pairs.values()) == {1}, pairs
+        meta = json.loads((out / "metadata.json").read_text())
+        assert meta["status"] == "cancelled"
+        assert meta["counts"]["completed"] == len(records)
+        deadline = time.monotonic() + 15  # the driver killed its actors; their processes exit
+        while _eval_actor_pids(ray_cluster) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _eval_actor_pids(ray_cluster), "actors outlived the interrupted driver"
         res = subprocess.run(
             [script("vf-eval"), *args, "--resume", str(out), "--ray", ray_cluster.address],
             env=clean_env(),
