@@ -26,9 +26,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hub_server import migrate
 from hub_server.api_cache import ApiCache, ApiFastPath
+from hub_server.api_reads import ApiReads
 from hub_server.changes import ChangeCounter, FreshIndex
 from hub_server.context import Hub
 from hub_server.db import plan_pool, split_pool
+from hub_server.principal_cache import PrincipalCache
 from hub_server.routers import api, evals, pages, simple, smoke as smoke_router, web
 from hub_server.services.errors import HubError
 from hub_server.settings import HubSettings
@@ -190,6 +192,9 @@ def create_app(settings: HubSettings | None = None) -> FastAPI:
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(pages.router)  # before web: /account and /docs are not owners
     app.include_router(web.router)  # last: its /{owner}/{name} pattern would shadow the rest
+    # the hot JSON reads skip routing and validation (innermost: after the guard, under the cache)
+    app.state.principals = PrincipalCache()
+    app.add_middleware(ApiReads, hub=hub, counter=counter, principals=app.state.principals)
     app.add_middleware(RequestGuard, publish_limit=settings.max_request_size)
     app.add_middleware(FastPath, index=hub.index)  # cached index pages skip everything else
     # anonymous detail/search/resolve answers, keyed by the catalogue counter (reads it per request)

@@ -106,8 +106,20 @@ def owner_ids_of(session: Session, user: User) -> frozenset[int]:
     return frozenset([user.owner_id, *orgs])
 
 
-def authenticate(session: Session, token: str) -> tuple[Principal, datetime | None]:
-    """The principal behind ``token`` and when it was last used; ``AuthError`` if unknown, expired or revoked."""
+@dataclass(frozen=True, slots=True)
+class TokenCheck:
+    """A valid token's principal, when it was last used and when it expires (None: never)."""
+
+    principal: Principal
+    last_used_at: datetime | None
+    expires_at: datetime | None
+
+    def expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= datetime.now(UTC)
+
+
+def check_token(session: Session, token: str) -> TokenCheck:
+    """``AuthError`` if ``token`` is unknown, expired or revoked."""
     row = session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(token)))
     now = datetime.now(UTC)
     if row is None:
@@ -124,7 +136,13 @@ def authenticate(session: Session, token: str) -> tuple[Principal, datetime | No
         token_id=row.id,
         owner_ids=owner_ids_of(session, row.user),
     )
-    return principal, row.last_used_at
+    return TokenCheck(principal, row.last_used_at, row.expires_at)
+
+
+def authenticate(session: Session, token: str) -> tuple[Principal, datetime | None]:
+    """The principal behind ``token`` and when it was last used; ``AuthError`` if unknown, expired or revoked."""
+    check = check_token(session, token)
+    return check.principal, check.last_used_at
 
 
 def needs_touch(last_used_at: datetime | None) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from sqlalchemy import update
@@ -64,18 +65,22 @@ class Hub:
         """Authenticate a raw token (blocking). Raises ``AuthError``."""
         with self.db.read() as session:
             principal, last_used = authenticate(session, token)
-        if needs_touch(last_used):
-            # Best effort: an audit timestamp must never fail a request.
-            try:
-                with self.db.write() as session:
-                    session.execute(
-                        update(ApiToken)
-                        .where(ApiToken.id == principal.token_id)
-                        .values(last_used_at=utcnow())
-                    )
-            except SQLAlchemyError as exc:
-                log.warning("could not record the last use of token %s: %s", principal.token_id, exc)
+        self.touch(principal, last_used)
         return principal
+
+    def touch(self, principal: Principal, last_used: datetime | None) -> None:
+        """Record the token's use if the stored time is stale (blocking; call with no session open,
+        so a thread never holds two pooled connections)."""
+        if not needs_touch(last_used):
+            return
+        # Best effort: an audit timestamp must never fail a request.
+        try:
+            with self.db.write() as session:
+                session.execute(
+                    update(ApiToken).where(ApiToken.id == principal.token_id).values(last_used_at=utcnow())
+                )
+        except SQLAlchemyError as exc:
+            log.warning("could not record the last use of token %s: %s", principal.token_id, exc)
 
 
 __all__ = ["AuthError", "Hub"]

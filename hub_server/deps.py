@@ -11,7 +11,14 @@ from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
-from hub_server.auth import COOKIE_NAME, AuthError, Principal, token_from_authorization
+from hub_server.auth import (
+    COOKIE_NAME,
+    AuthError,
+    Principal,
+    TokenCheck,
+    check_token,
+    token_from_authorization,
+)
 from hub_server.context import Hub
 from hub_server.services.errors import HubError
 
@@ -26,7 +33,10 @@ async def get_hub(request: Request) -> Hub:
 
 def request_token(request: Request) -> str | None:
     """Header credentials everywhere; the web session cookie only on safe methods (no CSRF surface)."""
-    token = token_from_authorization(request.headers.get("authorization"))
+    try:
+        token = token_from_authorization(request.headers.get("authorization"))
+    except AuthError as exc:  # malformed credentials are a 401 like any bad token, never a 500
+        raise HubError(401, str(exc)) from None
     if token is None and request.method in SAFE_METHODS:
         token = request.cookies.get(COOKIE_NAME) or None
     return token
@@ -36,6 +46,18 @@ def principal_for(hub: Hub, token: str | None) -> Principal | None:
     """The caller with credentials ``token`` (None for none); blocking; a bad token is a 401."""
     try:
         return hub.principal(token) if token else None
+    except AuthError as exc:
+        raise HubError(401, str(exc)) from None
+
+
+def check_in(session: Session, token: str | None) -> TokenCheck | None:
+    """Like ``principal_for`` but in the caller's session (no second connection, no second
+    transaction); the check says when the token was last used, for ``Hub.touch`` once that session
+    is closed."""
+    if not token:
+        return None
+    try:
+        return check_token(session, token)
     except AuthError as exc:
         raise HubError(401, str(exc)) from None
 

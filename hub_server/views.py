@@ -113,6 +113,9 @@ def load_environments(
 ) -> list[EnvironmentView]:
     """The environments ``stmt`` (built on ``environment_columns``) selects, in its order, with their
     tags and versions (no READMEs, sdist listings or metadata), and the versions' files if ``files``."""
+    # Core execution on the session's connection (same transaction): these selects name columns, not
+    # entities, so the ORM's result machinery would only add per-row cost.
+    conn = session.connection()
     envs = [
         EnvironmentView(
             id=r.id,
@@ -125,7 +128,7 @@ def load_environments(
             download_count=r.download_count,
             star_count=r.star_count,
         )
-        for r in session.execute(stmt)
+        for r in conn.execute(stmt)
     ]
     if not envs:
         return envs
@@ -134,7 +137,7 @@ def load_environments(
     tags = select(EnvironmentTag.environment_id, EnvironmentTag.tag).where(
         EnvironmentTag.environment_id.in_(ids)
     )
-    for env_id, tag in session.execute(tags.order_by(EnvironmentTag.tag)):
+    for env_id, tag in conn.execute(tags.order_by(EnvironmentTag.tag)):
         by_id[env_id].tags.append(TagView(tag))
     versions = select(
         Version.environment_id,
@@ -149,7 +152,7 @@ def load_environments(
         Version.created_at,
     ).where(Version.environment_id.in_(ids))
     by_version: dict[int, VersionView] = {}
-    for r in session.execute(versions.order_by(Version.id)):
+    for r in conn.execute(versions.order_by(Version.id)):
         v = VersionView(
             id=r.id,
             version=r.version,
@@ -169,7 +172,7 @@ def load_environments(
             .where(File.version_id.in_(list(by_version)))
             .order_by(File.filename)
         )
-        for f in session.execute(rows):
+        for f in conn.execute(rows):
             by_version[f.version_id].files.append(
                 FileView(f.filename, f.kind, f.sha256, f.size, f.created_at)
             )

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path as FastAPIPath, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
+from sqlalchemy.orm import Session
 from starlette.datastructures import UploadFile
 
 from hub_server import schemas, services
-from hub_server.auth import Principal
+from hub_server.auth import Principal, TokenCheck, needs_touch
 from hub_server.context import Hub
-from hub_server.deps import HubDep, PrincipalDep, SessionDep, WriterDep, principal_for, request_token
+from hub_server.deps import HubDep, PrincipalDep, SessionDep, WriterDep, check_in, request_token
+from hub_server.models import utcnow
 from hub_server.releases import sorted_versions
 from hub_server.services import HubError
 from verifiers.hub import wire
@@ -68,6 +72,74 @@ def _reader(request: Request) -> tuple[Hub, str | None]:
     return hub, request_token(request)
 
 
+@dataclass
+class Caller:
+    """Who asks a hot read: a raw token to check in the request's session, or a check made earlier
+    (``known``, from ``principal_cache``)."""
+
+    token: str | None
+    known: TokenCheck | None = None
+    #: The check this request made or refreshed (set in the worker thread), for the caller's cache.
+    checked: TokenCheck | None = None
+
+
+def _answer(hub: Hub, caller: Caller, build: Callable[[Session, Principal | None], BaseModel]) -> Response:
+    """One blocking hop for a hot read: authenticate and query in one session, serialise, close the
+    session, then record the token's use (a bad token is still a 401 before any lookup)."""
+    check = caller.known
+    try:
+        with hub.db.read() as session:
+            if check is None:
+                check = check_in(session, caller.token)
+            return _json(build(session, check.principal if check else None))
+    finally:
+        if check is not None and needs_touch(check.last_used_at):
+            hub.touch(check.principal, check.last_used_at)
+            check = replace(check, last_used_at=utcnow())
+        caller.checked = check
+
+
+def search_answer(
+    hub: Hub,
+    caller: Caller,
+    *,
+    q: str,
+    tags: tuple[str, ...],
+    owner: str | None,
+    sort: wire.SortKey,
+    page: int,
+    per_page: int,
+) -> Response:
+    """``GET /environments`` with validated parameters (blocking; also used by ``api_reads``)."""
+    return _answer(
+        hub,
+        caller,
+        lambda session, principal: services.search(
+            session, principal, q=q, tags=tags, owner=owner, sort=sort, page=page, per_page=per_page
+        ),
+    )
+
+
+def detail_answer(hub: Hub, caller: Caller, owner: str, name: str) -> Response:
+    """``GET /environments/{owner}/{name}`` (blocking; also used by ``api_reads``)."""
+    return _answer(
+        hub,
+        caller,
+        lambda session, principal: schemas.env_detail(
+            services.get_environment_view(session, principal, owner, name)
+        ),
+    )
+
+
+def resolve_answer(hub: Hub, caller: Caller, spec: str) -> Response:
+    """``GET /resolve`` with a validated spec (blocking; also used by ``api_reads``)."""
+    return _answer(
+        hub,
+        caller,
+        lambda session, principal: schemas.resolve_out(*services.resolve(session, principal, spec)),
+    )
+
+
 def _principal_required(principal: Principal | None) -> Principal:
     if principal is None:
         raise HubError(401, "this needs a token (Authorization: Bearer <token>)")
@@ -87,36 +159,23 @@ async def list_environments(
     per_page: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> Response:
     hub, token = _reader(request)
-
-    def answer() -> Response:
-        principal = principal_for(hub, token)
-        with hub.db.read() as session:
-            return _json(
-                services.search(
-                    session,
-                    principal,
-                    q=q,
-                    tags=tag or (),
-                    owner=owner,
-                    sort=sort,
-                    page=page,
-                    per_page=per_page,
-                )
-            )
-
-    return await run_in_threadpool(answer)
+    return await run_in_threadpool(
+        search_answer,
+        hub,
+        Caller(token),
+        q=q,
+        tags=tuple(tag or ()),
+        owner=owner,
+        sort=sort,
+        page=page,
+        per_page=per_page,
+    )
 
 
 @router.get("/environments/{owner}/{name}", response_model=wire.EnvironmentDetail, responses=_ERRORS)
 async def get_environment(owner: str, name: str, request: Request) -> Response:
     hub, token = _reader(request)
-
-    def answer() -> Response:
-        principal = principal_for(hub, token)
-        with hub.db.read() as session:
-            return _json(schemas.env_detail(services.get_environment_view(session, principal, owner, name)))
-
-    return await run_in_threadpool(answer)
+    return await run_in_threadpool(detail_answer, hub, Caller(token), owner, name)
 
 
 @router.patch("/environments/{owner}/{name}", response_model=wire.EnvironmentDetail, responses=_ERRORS)
@@ -280,13 +339,7 @@ async def resolve(
     spec: Annotated[str, Query(min_length=1, max_length=300, description="[owner/]name[@PEP 440 specifier]")],
 ) -> Response:
     hub, token = _reader(request)
-
-    def answer() -> Response:
-        principal = principal_for(hub, token)
-        with hub.db.read() as session:
-            return _json(schemas.resolve_out(*services.resolve(session, principal, spec)))
-
-    return await run_in_threadpool(answer)
+    return await run_in_threadpool(resolve_answer, hub, Caller(token), spec)
 
 
 @router.get("/whoami", response_model=wire.WhoAmI, responses=_ERRORS)

@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from hub_server.auth import SCOPES, Principal
+from hub_server.changes import bump_catalogue
 from hub_server.context import Hub
 from hub_server.models import Membership, Owner, User
 from hub_server.sdk_dist import SDK_NAME
@@ -82,6 +83,8 @@ def create_org(hub: Hub, name: str, members: Sequence[str] = ()) -> Owner:
             if user is None:
                 raise HubError(404, f"user {member!r} does not exist")
             session.add(Membership(org_id=org.id, user_id=user.id, role="owner" if i == 0 else "member"))
+        if members:
+            bump_catalogue(session)  # the members' cached principals gain a namespace
         return org
 
 
@@ -92,6 +95,7 @@ def add_member(hub: Hub, org: str, username: str, role: str = "member") -> None:
         if org_row is None or user is None:
             raise HubError(404, f"organisation {org!r} or user {username!r} does not exist")
         session.add(Membership(org_id=org_row.id, user_id=user.id, role=role))
+        bump_catalogue(session)  # the member's cached principals gain a namespace
 
 
 def whoami(session: Session, principal: Principal) -> wire.WhoAmI:

@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from hub_server.auth import SCOPES, Principal, hash_token, new_token
+from hub_server.changes import bump_catalogue
 from hub_server.context import Hub
 from hub_server.models import ApiToken, utcnow
 from hub_server.services.errors import HubError
@@ -86,6 +87,7 @@ def revoke_token(hub: Hub, token_id: int, *, principal: Principal | None = None)
                 if child.revoked_at is None:
                     child.revoked_at = now
             frontier = [c.id for c in children]
+        bump_catalogue(session)  # workers forget the principals they cached (api_reads.PrincipalCache)
 
 
 def list_tokens(session: Session, user_id: int) -> list[ApiToken]:
