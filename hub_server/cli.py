@@ -104,7 +104,7 @@ def serve(
     if data_dir:
         os.environ["VF_HUB_DATA_DIR"] = str(data_dir)
     os.environ["VF_HUB_WORKERS"] = str(workers)  # each worker sizes its pool by the number of workers
-    # Smoke checks fetch requirements beyond the SDK from this hub's own index (hub_server.smoke).
+    # Smoke checks fetch requirements beyond the SDK from this hub's own index (vf-smoke, run by hub_server.services.smoke).
     local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     os.environ.setdefault("VF_HUB_SMOKE_INDEX_URL", f"http://{local}:{port}/simple/")
     settings = _settings()

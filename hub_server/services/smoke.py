@@ -1,5 +1,9 @@
 """Publish-time smoke checks as records: queue one per published version, run it in a bounded worker pool
-(``VF_HUB_SMOKE_WORKERS`` threads, each with its own event loop and sandbox), store the outcome.
+(``VF_HUB_SMOKE_WORKERS`` threads), store the outcome.
+
+The check itself is the SDK's (``vf-smoke WHEEL --json``: sandboxes are the SDK's concept, and the hub
+shares only ``verifiers.hub`` with it): each worker runs that command as a process of this interpreter
+and stores its ``verifiers.hub.wire.SmokeReport``.
 
 A check never blocks nor changes the publish: ``queue_smoke_check`` only inserts a ``queued`` row and hands
 the work to the pool; whatever happens later (a broken environment, no sandbox, a crash of the check
@@ -8,23 +12,30 @@ itself) ends as a ``failed`` or ``skipped`` row, logged, never as an error of th
 
 from __future__ import annotations
 
-import asyncio
 import logging
+import subprocess
+import sys
+import tempfile
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import datetime
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 from sqlalchemy import select
 
 from hub_server.models import File, SmokeCheck, utcnow
-from hub_server.smoke import SmokeResult, SmokeStatus, run_smoke_check
+from verifiers.hub.wire import SmokeReport
 
 if TYPE_CHECKING:
     from hub_server.context import Hub
 
 log = logging.getLogger("hub_server.smoke")
+
+SmokeStatus = Literal["queued", "running", "passed", "failed", "skipped"]
+#: Beyond the check's own timeout: the process's start-up and its report.
+_PROCESS_GRACE_S = 60.0
 
 
 class SmokeCheckOut(BaseModel):
@@ -99,14 +110,12 @@ class SmokeChecks:
             with self.hub.blobs.open(key) as f:
                 data = f.read()
             self._store(version_id, "running")
-            result = asyncio.run(
-                run_smoke_check(
-                    filename,
-                    data,
-                    backend=settings.smoke_backend,
-                    timeout_s=settings.smoke_timeout_seconds,
-                    index_url=settings.resolved_smoke_index_url,
-                )
+            result = _run_vf_smoke(
+                filename,
+                data,
+                backend=settings.smoke_backend,
+                timeout_s=settings.smoke_timeout_seconds,
+                index_url=settings.resolved_smoke_index_url,
             )
         except Exception as exc:  # the check itself broke: record it, the publish stands
             log.exception("smoke check of version %s crashed", version_id)
@@ -114,7 +123,7 @@ class SmokeChecks:
             return
         self._store_result(version_id, result)
 
-    def _store_result(self, version_id: int, r: SmokeResult) -> None:
+    def _store_result(self, version_id: int, r: SmokeReport) -> None:
         self._store(
             version_id, r.status, reason=r.reason, log=r.log, backend=r.backend, duration_s=r.duration_s
         )
@@ -169,3 +178,22 @@ def smoke_check_of(hub: Hub, version_id: int, *, with_log: bool = False) -> Smok
     with hub.db.read() as session:
         row = session.scalar(select(SmokeCheck).where(SmokeCheck.version_id == version_id))
         return SmokeCheckOut.of(row, with_log=with_log) if row is not None else None
+
+
+def _run_vf_smoke(
+    filename: str, data: bytes, *, backend: str | None, timeout_s: float, index_url: str | None
+) -> SmokeReport:
+    """``python -m verifiers.cli.smoke WHEEL --json`` with this interpreter; its report, parsed."""
+    with tempfile.TemporaryDirectory(prefix="vf-hub-smoke-") as tmp:
+        wheel = Path(tmp) / filename
+        wheel.write_bytes(data)
+        cmd = [sys.executable, "-m", "verifiers.cli.smoke", str(wheel), "--json", "--timeout", str(timeout_s)]
+        if backend:
+            cmd += ["--backend", backend]
+        if index_url:
+            cmd += ["--index-url", index_url]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s + _PROCESS_GRACE_S)
+    report = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("{")), None)
+    if report is None:  # the command itself broke: its stderr is the reason
+        raise RuntimeError(f"vf-smoke exited with {proc.returncode}: {proc.stderr.strip()[-400:]}")
+    return SmokeReport.model_validate_json(report)

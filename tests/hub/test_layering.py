@@ -10,11 +10,9 @@ from pathlib import Path
 
 import hub_server
 
-ALLOWED = frozenset({"verifiers.hub.packaging", "verifiers.hub.wire"})
-#: hub_server.smoke runs publish-time checks in the SDK's sandboxes (issue 14): the sandbox leaf only.
-ALLOWED |= {"verifiers.sandbox"}
-#: Programs the hub ships into a sandbox and runs there against the SDK installed inside: not hub code.
-SANDBOX_PROGRAMS = frozenset({"smoke_runner.py"})
+#: What the hub shares with the SDK: ``verifiers.hub`` (packaging, wire schemas, and the run-directory
+#: reader ``results`` that turns a local run into wire records, for ``vf-view``). Nothing else.
+ALLOWED = frozenset({"verifiers.hub.packaging", "verifiers.hub.wire", "verifiers.hub.results"})
 
 
 def sdk_imports(source: str) -> list[str]:
@@ -53,6 +51,4 @@ def test_hub_server_imports_only_packaging_and_wire_from_the_sdk() -> None:
     modules = sorted(root.rglob("*.py"))
     assert len(modules) > 20  # the walk really sees the package
     offenders = {str(p.relative_to(root)): found for p in modules if (found := sdk_imports(p.read_text()))}
-    for program in SANDBOX_PROGRAMS:
-        offenders.pop(program, None)
     assert offenders == {}

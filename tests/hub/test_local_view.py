@@ -16,10 +16,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from hub_server.local_view import create_local_app
+from hub_server.view_command import RunDirectory
 from tests.hub.conftest import free_port
 from tests.hub.test_e2e import make_project
 from tests.scripted_server import Rule, ScriptedServer
-from verifiers.cli.view import RunDirectory
 
 RULES = [Rule("capital of France", "Paris"), Rule("days are in a week", "7")]
 
@@ -98,13 +98,10 @@ def test_the_pages_follow_a_growing_results_file(run_dir: Path, tmp_path: Path) 
         assert f"{len(lines)} rollouts match" in client.get("/").text
 
 
-@pytest.mark.parametrize(
-    "entry", [["verifiers.cli.view"], ["verifiers.cli.eval", "view"]], ids=["vf-view", "vf-eval view"]
-)
-def test_vf_view_serves_on_loopback(run_dir: Path, entry: list[str]) -> None:
+def test_vf_view_serves_on_loopback(run_dir: Path) -> None:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", *entry, str(run_dir), "--port", str(port), "--no-open"],
+        [sys.executable, "-m", "hub_server.view_command", str(run_dir), "--port", str(port), "--no-open"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -128,7 +125,7 @@ def test_vf_view_serves_on_loopback(run_dir: Path, entry: list[str]) -> None:
 
 def test_vf_view_refuses_what_is_not_a_run_directory(tmp_path: Path) -> None:
     res = subprocess.run(
-        [sys.executable, "-m", "verifiers.cli.view", str(tmp_path), "--no-open"],
+        [sys.executable, "-m", "hub_server.view_command", str(tmp_path), "--no-open"],
         capture_output=True,
         text=True,
     )

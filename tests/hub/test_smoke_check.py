@@ -109,7 +109,7 @@ def test_a_hub_without_a_sandbox_backend_skips_the_check_and_says_why(
         assert r.status_code == 201, r.text
         check = _check(client, "smoke-nobox", token)
     assert check["status"] == "skipped"
-    assert str(check["reason"]).startswith("no sandbox backend on this hub: no secure sandbox backend")
+    assert str(check["reason"]).startswith("no sandbox backend on this machine: no secure sandbox backend")
     assert check["backend"] is None
 
 

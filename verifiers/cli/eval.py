@@ -706,15 +706,8 @@ def _rescore(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point. ``vf-eval view RUN_DIR …`` is the local rollout viewer (``vf-view``), so
-    ``view`` is not usable as a bare environment id."""
-    raw = list(sys.argv[1:] if argv is None else argv)
-    if raw[:1] == ["view"]:
-        from verifiers.cli.view import main as view_main
-
-        view_main(raw[1:])
-        return
-    args = _normalize_argv(raw)
+    """Console-script entry point."""
+    args = _normalize_argv(list(sys.argv[1:] if argv is None else argv))
     run_command(PROG, app, args)
 
 

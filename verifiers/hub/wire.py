@@ -338,6 +338,20 @@ class Leaderboard(WireModel):
     entries: list[LeaderboardEntry]
 
 
+SmokeOutcome = Literal["passed", "failed", "skipped"]
+
+
+class SmokeReport(WireModel):
+    """The outcome of one smoke check of an environment wheel (``vf-smoke WHEEL --json`` prints it; the hub
+    runs that command on every publish and stores it): install, ``load_environment()``, one rollout."""
+
+    status: SmokeOutcome
+    reason: str = ""
+    log: str = ""
+    duration_s: float = 0.0
+    backend: str | None = None
+
+
 def problem_detail(body: str) -> str:
     """The message of an error body; FastAPI's validation errors (a list) are joined, other bodies kept."""
     try:

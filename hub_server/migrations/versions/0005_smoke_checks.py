@@ -1,4 +1,4 @@
-"""Publish-time smoke checks: one row per version (``hub_server.smoke``).
+"""Publish-time smoke checks: one row per version (``hub_server.services.smoke``).
 
 Revision ID: 0005
 Revises: 0004

@@ -195,7 +195,15 @@ def test_a_pushed_eval_filtered_by_reward_and_one_rollout(evals: Evals, as_alice
 def test_the_local_viewer_shows_the_same_run(evals: Evals, page: Any) -> None:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "verifiers.cli.view", str(evals.run_dir), "--port", str(port), "--no-open"],
+        [
+            sys.executable,
+            "-m",
+            "hub_server.view_command",
+            str(evals.run_dir),
+            "--port",
+            str(port),
+            "--no-open",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

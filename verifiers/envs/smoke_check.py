@@ -1,16 +1,19 @@
-"""One publish-time smoke check, in a sandbox: install the wheel, ``load_environment()``, one rollout.
+"""The smoke check of an environment wheel, in a sandbox: install it, ``load_environment()``, one rollout.
+
+``vf-smoke WHEEL`` runs it for a user before a push; the hub runs the same command on every publish
+(as a process: the hub shares only ``verifiers.hub`` with the SDK) and stores the ``SmokeReport``.
 
 Inside a fresh sandbox (``verifiers.sandbox``: gVisor, else bubblewrap; no network at all):
 
-1. the SDK base goes into ``/workspace/base``: the hub's own ``verifiers`` package and the installed
-   distributions it requires, copied from the hub's interpreter once per process (a tar held in memory),
+1. the SDK base goes into ``/workspace/base``: this interpreter's ``verifiers`` package and the installed
+   distributions it requires, copied from this interpreter once per process (a tar held in memory),
    so the check needs no index for them;
 2. a throwaway venv (``python3 -m venv --without-pip``) sees the base through a ``.pth`` file (what
    ``--system-site-packages`` would give if the base were the interpreter's own site-packages);
 3. pip (the wheel bundled with the interpreter's ``ensurepip``) installs the uploaded wheel with
    ``--no-index --find-links`` of the wheel alone: its requirements must already be met by the base, and
    nothing is downloaded;
-4. ``smoke_runner.py`` starts a scripted OpenAI-compatible model on the sandbox's loopback (one fixed
+4. ``_smoke_runner.py`` starts a scripted OpenAI-compatible model on the sandbox's loopback (one fixed
    reply), loads the environment with its defaults and runs one rollout.
 
 The outcome is ``passed``, ``failed`` (with the log of every step) or ``skipped`` (no sandbox backend).
@@ -25,37 +28,25 @@ import importlib.metadata as md
 import importlib.util
 import io
 import json
-import logging
 import sys
 import tarfile
 import tempfile
 import time
 import zipfile
-from dataclasses import dataclass
 from email.parser import Parser
 from pathlib import Path
-from typing import Literal
 
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-log = logging.getLogger("hub_server.smoke")
+from verifiers.hub.wire import SmokeOutcome, SmokeReport
+from verifiers.sandbox import SandboxError, SandboxLimits, get_backend
 
-SmokeStatus = Literal["queued", "running", "passed", "failed", "skipped"]
 SDK_DISTRIBUTION = "verifiers-sdk"
 LOG_LIMIT = 64 * 1024  # bytes of log kept per check (the tail, where the error is)
 _VENV = "/workspace/venv"
 _PY_VER = f"{sys.version_info.major}.{sys.version_info.minor}"
-
-
-@dataclass(frozen=True)
-class SmokeResult:
-    status: SmokeStatus
-    reason: str
-    log: str
-    duration_s: float
-    backend: str | None
 
 
 def _requirement_closure(root: str) -> list[md.Distribution]:
@@ -189,29 +180,30 @@ async def run_smoke_check(
     backend: str | None = None,
     timeout_s: float = 300.0,
     index_url: str | None = None,
-) -> SmokeResult:
+) -> SmokeReport:
     """Check one wheel; never raises for a broken environment or a missing sandbox (that is the result).
 
     Requirements beyond the SDK base are downloaded as wheels on the host from ``index_url`` alone (the
-    hub's own simple index, which falls through to its upstream) and handed to pip inside as files."""
-    from verifiers.sandbox import SandboxError, SandboxLimits, get_backend
-
+    hub's own simple index, which falls through to its upstream; for a user, any index) and handed to
+    pip inside as files."""
     started = time.monotonic()
     lines: list[str] = []
 
-    def result(status: SmokeStatus, reason: str, backend_name: str | None) -> SmokeResult:
-        return SmokeResult(status, reason, _tail("\n".join(lines)), time.monotonic() - started, backend_name)
+    def result(status: SmokeOutcome, reason: str, backend_name: str | None) -> SmokeReport:
+        log = _tail("\n".join(lines))
+        took = time.monotonic() - started
+        return SmokeReport(status=status, reason=reason, log=log, duration_s=took, backend=backend_name)
 
     try:
         sandboxes = get_backend(backend)
     except SandboxError as exc:
-        return result("skipped", f"no sandbox backend on this hub: {exc}", None)
+        return result("skipped", f"no sandbox backend on this machine: {exc}", None)
     env_id = str(parse_wheel_filename(wheel_filename)[0])
     limits = SandboxLimits(
         timeout_s=timeout_s, memory_mb=2048, cpu_s=int(timeout_s), max_procs=128, max_file_mb=512,
         max_open_files=1024, max_output_bytes=256 * 1024, workspace_mb=1024, tmp_mb=256,
     )  # fmt: skip
-    runner = (Path(__file__).parent / "smoke_runner.py").read_bytes()
+    runner = (Path(__file__).parent / "_smoke_runner.py").read_bytes()
     deadline = started + timeout_s
     # PYTHONNOUSERSITE: a PYTHON* variable keeps the sandbox agent's in-process fast path away, so the
     # venv's interpreter really starts (and reads its site-packages and our .pth).

@@ -1,9 +1,9 @@
-"""``vf-view RUN_DIR``: the hub's eval pages for a local run directory, on a loopback port.
+"""``vf-view RUN_DIR``: the hub's eval pages for a local run directory, on a loopback
+port. It lives with the hub because the pages are the hub's; it reads the run through ``verifiers.hub``.
 
 Nothing is published. ``results.jsonl`` is read incrementally on every page load (only the lines added
 since the last one), so the pages follow a running eval. The rows are shown as the hub would store them
-(``verifiers.hub.results``: same truncation); the pages themselves are the hub's (``hub_server.local_view``,
-which needs the ``hub`` extra).
+(``verifiers.hub.results``: same truncation); the pages themselves are the hub's (``hub_server.local_view``).
 """
 
 from __future__ import annotations
@@ -12,21 +12,22 @@ import json
 import threading
 import webbrowser
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
-from verifiers.cli._common import fail, make_app, run_command
+from hub_server.local_view import LocalRun, create_local_app
 from verifiers.hub.results import METADATA_FILE, RESULTS_FILE, create_body, read_metadata, rollout_record
 from verifiers.hub.wire import HubClientError, RolloutRecord
 
-if TYPE_CHECKING:
-    from hub_server.local_view import LocalRun
-
 PROG = "vf-view"
 
-app = make_app(
-    "Serve the eval pages (results, histogram, per-example table, rollout viewer) for a local run directory."
+app = typer.Typer(
+    help="Serve the eval pages (results, histogram, per-example table, rollout viewer) for a local run directory.",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
@@ -57,8 +58,6 @@ class RunDirectory:
                 self._rollouts[(record.example_id, record.rollout_index)] = record
 
     def snapshot(self) -> LocalRun:
-        from hub_server.local_view import LocalRun
-
         with self._lock:
             meta = read_metadata(self.path)
             self._read_new()
@@ -83,12 +82,8 @@ def view(
     """Serve RUN_DIR's eval pages on 127.0.0.1 until interrupted."""
     if not (run_dir / METADATA_FILE).is_file():
         fail(f"{run_dir} is not a run directory (no {METADATA_FILE})")
-    try:
-        import uvicorn
+    import uvicorn
 
-        from hub_server.local_view import create_local_app
-    except ModuleNotFoundError as exc:
-        fail(f"vf-view needs the hub extra ({exc.name} is missing): pip install 'verifiers-sdk[hub]'")
     source = RunDirectory(run_dir.resolve())
     try:
         source.snapshot()  # a broken directory fails here, with its reason, not on the first page load
@@ -117,8 +112,13 @@ def view(
     server.run()
 
 
+def fail(message: str) -> NoReturn:
+    typer.secho(f"{PROG}: error: {message}", fg=typer.colors.RED, err=True)
+    raise typer.Exit(2)
+
+
 def main(args: list[str] | None = None) -> None:
-    run_command(PROG, app, args)
+    app(args=args, prog_name=PROG)
 
 
 if __name__ == "__main__":
