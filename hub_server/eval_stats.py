@@ -13,28 +13,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from verifiers.hub.wire import ks_for, pass_at_k
+
 #: A rollout counts as passed for pass@k when its reward reaches this (the SDK's default threshold).
 PASS_THRESHOLD = 1.0
 #: z for a two-sided 95% normal interval.
 Z95 = 1.959963984540054
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased estimator (Chen et al., 2021): ``1 - C(n-c, k) / C(n, k)``, as a stable product."""
-    if n - c < k:
-        return 1.0
-    prod = 1.0
-    for i in range(n - c + 1, n + 1):
-        prod *= 1.0 - k / i
-    return 1.0 - prod
-
-
-def ks_for(n: int) -> list[int]:
-    """Powers of two up to ``n``, and ``n`` itself (the k values the SDK reports)."""
-    ks = [2**i for i in range(int(math.log2(n)) + 1)] if n >= 1 else []
-    if ks and ks[-1] != n:
-        ks.append(n)
-    return ks
 
 
 @dataclass

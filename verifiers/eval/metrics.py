@@ -1,4 +1,5 @@
-"""Run-level statistics: unbiased pass@k and running aggregates over rollout results."""
+"""Run-level statistics: running aggregates over rollout results (pass@k by ``verifiers.hub.wire.pass_at_k``,
+the one definition the hub reports too)."""
 
 from __future__ import annotations
 
@@ -8,28 +9,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from verifiers.hub.wire import ks_for, pass_at_k
 from verifiers.types import RunCounts, RunMetadata, Usage
 
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k estimate for one problem with ``n`` samples of which ``c`` are correct:
-    ``1 - C(n-c, k) / C(n, k)`` (Chen et al., 2021), computed as a stable product."""
-    if k < 1 or n < k:
-        raise ValueError(f"pass@k needs 1 <= k <= n (n={n}, k={k})")
-    if n - c < k:
-        return 1.0
-    prod = 1.0
-    for i in range(n - c + 1, n + 1):
-        prod *= 1.0 - k / i
-    return 1.0 - prod
-
-
-def ks_for(n: int) -> list[int]:
-    """The k values reported for ``n`` rollouts per example: powers of two up to n, and n itself."""
-    ks = [2**i for i in range(int(math.log2(n)) + 1)] if n >= 1 else []
-    if n >= 1 and ks[-1] != n:
-        ks.append(n)
-    return ks
+__all__ = ["RunAggregate", "ks_for", "pass_at_k"]
 
 
 @dataclass

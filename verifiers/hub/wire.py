@@ -12,6 +12,7 @@ Models ignore unknown fields, so a newer hub may add some without breaking older
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import tomllib
@@ -336,6 +337,28 @@ class Leaderboard(WireModel):
     environment: str
     pick: LeaderboardPick
     entries: list[LeaderboardEntry]
+
+
+# pass@k as every side reports it (run metadata, the hub's aggregates, the local viewer): one definition.
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k estimate for one problem with ``n`` samples of which ``c`` are correct:
+    ``1 - C(n-c, k) / C(n, k)`` (Chen et al., 2021), computed as a stable product."""
+    if k < 1 or n < k:
+        raise ValueError(f"pass@k needs 1 <= k <= n (n={n}, k={k})")
+    if n - c < k:
+        return 1.0
+    prod = 1.0
+    for i in range(n - c + 1, n + 1):
+        prod *= 1.0 - k / i
+    return 1.0 - prod
+
+
+def ks_for(n: int) -> list[int]:
+    """The k values reported for ``n`` rollouts per example: powers of two up to n, and n itself."""
+    ks = [2**i for i in range(int(math.log2(n)) + 1)] if n >= 1 else []
+    if n >= 1 and ks[-1] != n:
+        ks.append(n)
+    return ks
 
 
 SmokeOutcome = Literal["passed", "failed", "skipped"]
