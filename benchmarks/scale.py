@@ -1,6 +1,6 @@
 """Scale: 4,096 rollouts in flight on one machine, and the Ray backend's overhead (issue 17).
 
-Starts a server that answers every request after a fixed latency (``_latency_server.py``, 1 s by default,
+Starts a server that answers every request after a fixed latency (``zero_latency_server.py --latency``, 1 s by default,
 nothing computed), then, in the same run and each as its own whole process:
 
 1. raw: a bare aiohttp session posting the same chat request N times from C workers (the ceiling);
@@ -228,7 +228,7 @@ def main() -> None:
     # A loopback-only cluster (and its drivers, the jobs below): no token auth, whatever ~/.ray holds.
     os.environ["RAY_AUTH_MODE"] = "disabled"
     server = subprocess.Popen(
-        [sys.executable, str(HERE / "_latency_server.py"), "--latency", str(args.latency)],
+        [sys.executable, str(HERE / "zero_latency_server.py"), "--latency", str(args.latency)],
         stdout=subprocess.PIPE,
         text=True,
     )
