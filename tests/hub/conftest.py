@@ -17,6 +17,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -223,18 +224,12 @@ def publish(
     )
 
 
-@dataclass
-class LiveHub:
-    url: str
-    hub: Hub
-
-
-@pytest.fixture
-def live_hub(app: FastAPI) -> Iterator[LiveHub]:
-    """The app served by uvicorn on a free loopback port, in a thread."""
+@contextmanager
+def serve_app(app: FastAPI, port: int | None = None) -> Iterator[str]:
+    """``app`` served by uvicorn on a loopback port (a free one unless given), in a thread; yields its URL."""
     import uvicorn
 
-    port = free_port()
+    port = port or free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", access_log=False)
     )
@@ -246,10 +241,23 @@ def live_hub(app: FastAPI) -> Iterator[LiveHub]:
             raise RuntimeError("the hub did not start")
         time.sleep(0.02)
     try:
-        yield LiveHub(url=f"http://127.0.0.1:{port}", hub=app.state.hub)
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(15)
+
+
+@dataclass
+class LiveHub:
+    url: str
+    hub: Hub
+
+
+@pytest.fixture
+def live_hub(app: FastAPI) -> Iterator[LiveHub]:
+    """The app served by uvicorn on a free loopback port, in a thread."""
+    with serve_app(app) as url:
+        yield LiveHub(url=url, hub=app.state.hub)
 
 
 # --- throwaway venvs ----------------------------------------------------------------------------------

@@ -11,8 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +22,7 @@ from hub_server import services
 from hub_server.app import create_app
 from hub_server.context import Hub
 from hub_server.settings import HubSettings
-from tests.hub.conftest import ROOT, free_port
+from tests.hub.conftest import ROOT, serve_app
 
 CHROMIUM = Path(os.environ.get("VF_TEST_CHROMIUM", "/usr/bin/chromium"))
 SHOTS = ROOT / "test-artifacts" / "screenshots"
@@ -105,7 +103,6 @@ class Site:
 @pytest.fixture(scope="module")
 def site(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     """A hub on a free loopback port (uvicorn in a thread) with users alice and bob."""
-    import uvicorn
 
     tmp = tmp_path_factory.mktemp("browser-hub")
     db = tmp / "hub.sqlite"
@@ -123,19 +120,5 @@ def site(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     services.create_user(hub, "bob")
     alice = services.create_token(hub, "alice", scopes=["publish"], name="seed")[0]
     bob = services.create_token(hub, "bob", scopes=["publish"])[0]
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", access_log=False)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the hub did not start")
-        time.sleep(0.02)
-    try:
-        yield Site(url=f"http://127.0.0.1:{port}", hub=hub, alice=alice, bob=bob, tmp=tmp)
-    finally:
-        server.should_exit = True
-        thread.join(15)
+    with serve_app(app) as url:
+        yield Site(url=url, hub=hub, alice=alice, bob=bob, tmp=tmp)

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,7 @@ from hub_server.context import Hub
 from hub_server.settings import HubSettings
 from tests.hub._dists import Dist
 from tests.hub.browser.conftest import shot
-from tests.hub.conftest import free_port
+from tests.hub.conftest import free_port, serve_app
 from verifiers.sandbox import available_backends
 
 pytestmark = [pytest.mark.browser, pytest.mark.sandbox]
@@ -47,7 +45,6 @@ def _backend() -> str:
 def smoke_site(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A hub with smoke checks on (uvicorn on a loopback port), a good and a broken environment published
     and their checks finished; yields the hub's URL."""
-    import uvicorn
 
     backend = _backend()
     tmp = tmp_path_factory.mktemp("browser-smoke-hub")
@@ -67,17 +64,7 @@ def smoke_site(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) 
     hub: Hub = app.state.hub
     services.create_user(hub, "alice")
     token = services.create_token(hub, "alice", scopes=["publish"])[0]
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", access_log=False)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the hub did not start")
-        time.sleep(0.02)
-    try:
+    with serve_app(app, port):
         good = Dist(name="smoke-good", summary="Loads and rolls out")
         broken = Dist(
             name="smoke-broken", summary="Raises on load", files={"smoke_broken/__init__.py": BROKEN_SOURCE}
@@ -93,9 +80,6 @@ def smoke_site(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) 
             assert r.status_code == 201, r.text  # the publish does not wait for the check
         assert hub.smoke is not None and hub.smoke.wait_idle(timeout=600)
         yield url
-    finally:
-        server.should_exit = True
-        thread.join(15)
 
 
 @pytest.fixture
