@@ -83,3 +83,14 @@ async def test_stderr_to_stdout_keeps_the_order(sandbox: Sandbox) -> None:
     assert (split.stdout, split.stderr) == ("a\nc\n", "b\n")
     shell = await sandbox.exec("echo out; echo err >&2", stderr_to_stdout=True)
     assert shell.stdout == "out\nerr\n"
+
+
+async def test_upload_files_writes_every_file_in_one_bundle(sandbox: Sandbox) -> None:
+    files = {"a.txt": b"alpha\n", "sub/b.bin": bytes(range(256)), "sub/deep/c.py": b"print(3)\n"}
+    assert await sandbox.upload_files(files, dest="up") >= len(files)
+    for name, data in files.items():
+        assert await sandbox.read_file(f"up/{name}") == data
+    r = await sandbox.exec(["python3", "up/sub/deep/c.py"], timeout=30)
+    assert r.exit_code == 0 and r.stdout == "3\n"
+    with pytest.raises(PermissionError, match="outside the destination"):
+        await sandbox.upload_files({"../escape.txt": b"x"})

@@ -150,17 +150,6 @@ def _read_wheels(directory: Path) -> dict[str, bytes]:
     return {f"wheels/{p.name}": p.read_bytes() for p in directory.glob("*.whl")}
 
 
-def _bundle(files: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            info.mode = 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
 def _pip_wheel() -> str:
     bundled = sorted((Path(ensurepip.__file__).parent / "_bundled").glob("pip-*.whl"))
     if not bundled:
@@ -251,7 +240,7 @@ async def run_smoke_check(
         base = await asyncio.to_thread(sdk_base_tar)  # built once per process (~2 s)
         async with await sandboxes.create(limits) as sb:
             await sb.upload_bundle(base, dest="base")
-            await sb.upload_bundle(_bundle({**wheels, "runner.py": runner}))
+            await sb.upload_files({**wheels, "runner.py": runner})
             if not await step("throwaway venv", ["python3", "-m", "venv", "--without-pip", _VENV]):
                 return result("failed", "could not create the venv", sandboxes.name)
             await sb.write_file(

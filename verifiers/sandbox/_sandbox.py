@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import logging
 import os
 import struct
+import tarfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -383,6 +385,18 @@ class Sandbox:
             {"op": "bundle", "dest": check_rel_path(dest)}, bytes(tar_bytes), reply_s=OP_TIMEOUT_S
         )
         return int(reply.get("members", 0))
+
+    async def upload_files(self, files: Mapping[str, bytes], dest: str = ".") -> int:
+        """Write several files (relative name -> bytes, mode 0644) under ``dest`` in one round trip: one
+        uncompressed tar (what these small uploads want: compressing only costs time)."""
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for name, data in files.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                info.mode = 0o644
+                tar.addfile(info, io.BytesIO(data))
+        return await self.upload_bundle(buf.getvalue(), dest)
 
     async def reset(self) -> None:
         """Kill every process and empty the workspace and ``/tmp``: the sandbox is as good as new."""

@@ -7,12 +7,10 @@ here, outside the sandbox: the expected outputs never enter it, so a solution ca
 
 from __future__ import annotations
 
-import io
 import json
 import marshal
 import math
 import sys
-import tarfile
 import uuid
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -250,24 +248,15 @@ def runner_code() -> bytes:
     return tag + b"\n" + marshal.dumps(compile(runner_source(), "runner.py", "exec"))
 
 
-def _bundle(code: str, tests: ProblemTests, limits: ScoringLimits) -> bytes:
-    """An uncompressed tar of the solution, the test inputs and the runner (tiny: compressing would
-    only cost time)."""
+def _files(code: str, tests: ProblemTests, limits: ScoringLimits) -> dict[str, bytes]:
+    """The solution, the test inputs and the runner, as uploaded into the sandbox."""
     spec = {"mode": tests.mode, "fn_name": tests.fn_name, "inputs": tests.inputs, **limits.model_dump()}
-    files = {
+    return {
         "solution.py": code.encode(),
         "tests.json": json.dumps(spec, ensure_ascii=False).encode(),
         "runner.py": runner_source().encode(),
         "runner.code": runner_code(),
     }
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            info.mode = 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
 
 
 def _compare(raw: Sequence[Mapping[str, Any]], tests: ProblemTests, tolerance: float) -> ScoreReport:
@@ -335,7 +324,7 @@ async def score_solution(
     if not suite.inputs:
         return ScoreReport(cases=[])
     workdir = f"code-env-{uuid.uuid4().hex[:12]}"  # unique, so a shared sandbox can score concurrently
-    await sandbox.upload_bundle(_bundle(code, suite, limits), workdir)
+    await sandbox.upload_files(_files(code, suite, limits), workdir)
     # The runner enforces each test's timeout; this outer bound only catches a wedged runner.
     budget = len(suite.inputs) * (limits.timeout + 1.0) + 15.0
     # No -I: the runner drops the working and bundle directories from sys.path itself.

@@ -22,7 +22,7 @@ from code_env import (
     sample_records,
     score_solution,
 )
-from code_env.scoring import _bundle
+from code_env.scoring import _files
 
 import verifiers as vf
 from tests.env_testing import run_vf_eval
@@ -146,7 +146,8 @@ async def test_files_outside_the_sandbox_cannot_be_deleted(secure_backend: str, 
 
 async def test_expected_outputs_never_enter_the_sandbox(secure_backend: str) -> None:
     tests = {"fn_name": None, "inputs": ["\n"], "outputs": ["SECRET-4242\n"]}
-    assert b"SECRET" not in _bundle("print(1)", ProblemTests.model_validate(tests), ScoringLimits())
+    uploaded = _files("print(1)", ProblemTests.model_validate(tests), ScoringLimits())
+    assert all(b"SECRET" not in data for data in uploaded.values())
     snoop = (
         "import os\n"
         "found = 'nothing'\n"

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import io
 import json
 import resource
 import subprocess
 import sys
-import tarfile
 import types
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,7 @@ from code_env.parsing import CodeParser, extract_code
 from code_env.scoring import (
     _BOOT,
     ProblemTests,
-    _bundle,
+    _files,
     parse_runner_output,
     stdout_matches,
     values_match,
@@ -117,8 +115,9 @@ def run_on_host(
     """The runner as a sandbox runs it (same bundle, same loader), on plain host processes whose CPU
     limit is ``cpu_s`` (the sandbox's ``SandboxLimits.cpu_s``)."""
     suite = ProblemTests.model_validate(tests)
-    with tarfile.open(fileobj=io.BytesIO(_bundle(code, suite, limits))) as tar:
-        tar.extractall(root / "bundle", filter="data")
+    (root / "bundle").mkdir(parents=True)
+    for name, data in _files(code, suite, limits).items():
+        (root / "bundle" / name).write_bytes(data)
 
     def limit_cpu() -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
