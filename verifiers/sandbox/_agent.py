@@ -51,6 +51,8 @@ SYSV_KINDS = (("shm", 31), ("msg", 71), ("sem", 66))
 #: use when an earlier command's files left the sandbox over its limit.
 MEMORY_POLL_S = 0.01
 MEMORY_SLACK = 32 << 20
+#: How long the host must have sent nothing before the agent forks the next spare.
+PREFORK_WHEN_IDLE_S = 0.02
 
 
 class ProtocolEOF(Exception):
@@ -60,7 +62,8 @@ class ProtocolEOF(Exception):
 class Spare:
     """A process forked ahead of time for the next command: already in its own session, under the
     sandbox user and its rlimits, waiting on a pipe for what to exec. Forking is the expensive part
-    of starting a command (especially under gVisor), so it happens while the host is idle."""
+    of starting a command (especially under gVisor), so it happens while the host is idle (see
+    ``PREFORK_WHEN_IDLE_S``, and docs/sandbox.md for the designs measured and rejected)."""
 
     def __init__(self, pid: int, fds: dict[str, int]) -> None:
         self.pid = pid
@@ -198,7 +201,11 @@ class Agent:
             except Exception as exc:
                 reply, out = {"ok": False, "kind": type(exc).__name__, "error": str(exc)}, b""
             self.send(reply, out)
-            self.prefork()
+            # The next spare is forked once the host goes quiet, not while its requests come back to
+            # back: a fork blocks the agent (~10 ms under gVisor), and a file read right after a command
+            # should not wait for it. An exec that finds no spare forks one itself.
+            if self.spare is None and not select.select([self.rfd], [], [], PREFORK_WHEN_IDLE_S)[0]:
+                self.prefork()
         self.kill_all()
 
     def recv(self) -> tuple[dict[str, Any], bytes]:
@@ -394,6 +401,10 @@ class Agent:
         if self.libc is not None:
             self.libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         os.umask(0o022)
+        if not select.select([cmd_r], [], [], 0)[0]:
+            # A fork's first compile() still takes copy-on-write faults in the parser's memory: taken
+            # while the spare waits for its command, not on the command's clock.
+            compile("pass", "<string>", "exec", dont_inherit=True)
         data = b""
         while chunk := os.read(cmd_r, 65536):
             data += chunk
@@ -998,6 +1009,11 @@ def run_inline_python(program: tuple[str, str | bytes], argv: list[str], env: di
 
 
 def main() -> None:
+    # Warm-up for the Python fast path, once, before any fork. It runs `site.main()` for each program as a
+    # plain `python3` would; importing the module costs ~0.9 ms, and with -S the import has no effect
+    # beyond sys.modules (where a plain `python3` has it too). A process's first compile() costs ~0.8 ms.
+    __import__("site")
+    compile("pass", "<string>", "exec", dont_inherit=True)
     cfg = json.loads(sys.argv[1])
     agent = Agent(cfg)
     try:
