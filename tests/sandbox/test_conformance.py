@@ -78,8 +78,21 @@ async def wait_until_clean(sandbox_id: str, uid: int | None = None, wait_s: floa
 
 
 NUL = bytes(1)
-PY_PROCS_IN_SANDBOX = (
-    "import os; print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()))"
+#: The other processes of the sandbox's commands: those whose real uid is the command's own (the agent
+#: and its forker are root in runsc and bwrap). From /proc/N/status: a process that makes itself
+#: non-dumpable turns its /proc/N root-owned, not its uid.
+PY_PROCS_IN_SANDBOX = textwrap.dedent(
+    """
+    import os
+    def real_uid(pid):
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                return int(next(line for line in f if line.startswith("Uid:")).split()[1])
+        except (OSError, StopIteration):
+            return None
+    me = os.getpid()
+    print(sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me and real_uid(p) == os.getuid()))
+    """
 )
 
 

@@ -27,6 +27,7 @@ import os
 import resource
 import select
 import signal
+import socket
 import stat
 import struct
 import sys
@@ -51,8 +52,7 @@ SYSV_KINDS = (("shm", 31), ("msg", 71), ("sem", 66))
 #: use when an earlier command's files left the sandbox over its limit.
 MEMORY_POLL_S = 0.01
 MEMORY_SLACK = 32 << 20
-#: How long the host must have sent nothing before the agent forks the next spare.
-PREFORK_WHEN_IDLE_S = 0.02
+SPARE_PIPES = ("cmd_w", "err_r", "out_r", "err_out_r", "in_w")
 
 
 class ProtocolEOF(Exception):
@@ -61,9 +61,14 @@ class ProtocolEOF(Exception):
 
 class Spare:
     """A process forked ahead of time for the next command: already in its own session, under the
-    sandbox user and its rlimits, waiting on a pipe for what to exec. Forking is the expensive part
-    of starting a command (especially under gVisor), so it happens while the host is idle (see
-    ``PREFORK_WHEN_IDLE_S``, and docs/sandbox.md for the designs measured and rejected)."""
+    sandbox user and its rlimits, waiting on a pipe for what to exec.
+
+    Forking is the expensive part of starting a command: 10-17 ms under gVisor, during which the
+    forking process answers nothing. In a pid namespace of our own (runsc, bwrap) spares come from a
+    forker process (``Agent.serve_forks``), asked right after each command, so the agent keeps
+    answering meanwhile (a file read right after a command does not wait for a fork) while the fork
+    overlaps the host's turn. Elsewhere (the local backend, where forks are cheap) the agent forks
+    them itself after each reply. docs/sandbox.md has the designs measured and rejected."""
 
     def __init__(self, pid: int, fds: dict[str, int]) -> None:
         self.pid = pid
@@ -72,11 +77,32 @@ class Spare:
         self.out_r = fds["out_r"]
         self.err_out_r = fds["err_out_r"]
         self.in_w = fds["in_w"]
+        #: Exited while waiting (e.g. chosen by the OOM killer of the commands' cgroup).
+        self.dead = False
 
     def close(self) -> None:
         for fd in (self.cmd_w, self.err_r, self.out_r, self.err_out_r, self.in_w):
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+def _exited_children() -> Iterator[tuple[int, int]]:
+    """``(pid, wait status)`` of each child that has exited, without waiting for the others."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        yield pid, status
+
+
+def _close_fds_except(keep: list[int]) -> None:
+    """Close every descriptor above stderr that is not in ``keep``."""
+    bounds = sorted(fd for fd in keep if fd > 2)
+    for low, high in zip([2, *bounds], [*bounds, 1 << 20], strict=True):
+        os.closerange(low + 1, high)
 
 
 def _read_exact(fd: int, n: int) -> bytes:
@@ -124,6 +150,12 @@ class Agent:
         self.watched: int | None = None
         self.watched_status: int | None = None
         self.spare: Spare | None = None
+        # The forker needs a namespace of our own: after a command, every process but the agent and
+        # the forker is that command's (no spare exists until the clean-up is done).
+        self.use_forker = self.pidns
+        self.forker_pid: int | None = None
+        self.forker_sock: socket.socket | None = None
+        self.spare_pending = False
 
         # The protocol uses private copies of fds 0/1; the originals point at /dev/null and stderr so that
         # nothing printed by accident can corrupt the stream.
@@ -168,6 +200,7 @@ class Agent:
 
     def serve(self) -> None:
         self.prefork()
+        self.collect_spare()  # so that the memory measured below includes it
         if self.meminfo is not None:
             # What the agent and its spare use now is theirs; commands get memory_mb on top of it.
             try:
@@ -201,11 +234,7 @@ class Agent:
             except Exception as exc:
                 reply, out = {"ok": False, "kind": type(exc).__name__, "error": str(exc)}, b""
             self.send(reply, out)
-            # The next spare is forked once the host goes quiet, not while its requests come back to
-            # back: a fork blocks the agent (~10 ms under gVisor), and a file read right after a command
-            # should not wait for it. An exec that finds no spare forks one itself.
-            if self.spare is None and not select.select([self.rfd], [], [], PREFORK_WHEN_IDLE_S)[0]:
-                self.prefork()
+            self.prefork()
         self.kill_all()
 
     def recv(self) -> tuple[dict[str, Any], bytes]:
@@ -270,15 +299,17 @@ class Agent:
 
     def reap(self) -> None:
         """Collect every exited child (we may be a namespace init or a subreaper: orphans land here)."""
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            if pid == self.watched:
-                self.watched_status = status
+        for pid, status in _exited_children():
+            self.exited(pid, status)
+            if pid == self.forker_pid:
+                self.stop_forker()
+
+    def exited(self, pid: int, status: int) -> None:
+        """A child of ours, or of the forker, ended with wait ``status``."""
+        if pid == self.watched:
+            self.watched_status = status
+        elif self.spare is not None and pid == self.spare.pid:
+            self.spare.dead = True
 
     def descendants(self) -> list[int]:
         """Every live descendant of this agent (walks /proc; used where we are not a namespace init)."""
@@ -306,11 +337,32 @@ class Agent:
             stack.extend(children.get(pid, []))
         return out
 
+    def kill_commands(self) -> None:
+        """After a command: SIGKILL whatever it left behind, and reap it. With a forker, that is every
+        process but the agent and the forker (no spare exists yet); otherwise ``kill_all``."""
+        if self.forker_pid is None:
+            self.kill_all()
+            return
+        give_up = time.monotonic() + KILL_GRACE_S
+        while True:
+            pids = [int(n) for n in os.listdir("/proc") if n.isdigit() and int(n) not in (1, self.forker_pid)]
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            self.reap()
+            self.forker_messages(wait=False)  # the forker's children: exit statuses (it reaps them)
+            if not pids or self.forker_pid is None or time.monotonic() > give_up:
+                break
+            time.sleep(0.0005)
+        if self.forker_pid is None:  # it died meanwhile: what it forked is ours now
+            self.kill_all()
+
     def kill_all(self) -> None:
         """SIGKILL every process of the sandbox except the agent itself, and reap them."""
         if self.spare is not None:
             self.spare.close()
             self.spare = None
+        self.stop_forker()
         give_up = time.monotonic() + KILL_GRACE_S
         while True:
             if self.pidns:
@@ -331,16 +383,106 @@ class Agent:
             time.sleep(0.0005)
 
     def take_spare(self) -> Spare:
-        if self.spare is None:
-            self.prefork()
-        spare = self.spare
-        assert spare is not None
+        self.reap()
+        self.collect_spare()
+        self.forker_messages(wait=False)  # whether the spare died waiting
+        if self.spare is not None and self.spare.dead:
+            self.spare.close()
+            self.spare = None
+        spare = self.spare or self.fork_spare()
         self.spare = None
         return spare
 
     def prefork(self) -> None:
-        if self.spare is not None:
+        """Have a spare ready, or on its way from the forker, for the next command."""
+        if self.spare is not None or self.spare_pending:
             return
+        if not self.use_forker:
+            self.spare = self.fork_spare()
+            return
+        try:
+            if self.forker_sock is None:
+                self.start_forker()
+            assert self.forker_sock is not None
+            self.forker_sock.send(b"F")
+            self.spare_pending = True
+        except OSError:
+            self.stop_forker()  # the next command forks its own spare
+
+    def collect_spare(self) -> None:
+        """Wait for the spare the forker is making, if one was asked for."""
+        while self.spare_pending and self.forker_sock is not None:
+            self.forker_messages(wait=True)
+
+    def forker_messages(self, *, wait: bool) -> None:
+        """Handle the forker's messages: ``S <pid>`` with a spare's five pipe ends, ``X <pid> <status>``
+        when one of its children (spares, then commands) exits. ``wait``: block for at least one."""
+        sock = self.forker_sock
+        while sock is not None:
+            try:
+                sock.setblocking(wait)  # (recv_fds drops its flags argument before Python 3.12)
+                msg, fds, _flags, _addr = socket.recv_fds(sock, 64, len(SPARE_PIPES))
+            except BlockingIOError:
+                return
+            except OSError:
+                msg, fds = b"", []
+            wait = False
+            kind, *nums = msg.split() or [b""]
+            if kind == b"S" and len(fds) == len(SPARE_PIPES):
+                self.spare_pending = False
+                self.spare = Spare(int(nums[0]), dict(zip(SPARE_PIPES, fds, strict=True)))
+            elif kind == b"X" and not fds:
+                self.exited(int(nums[0]), int(nums[1]))
+            else:  # end of file (the forker died) or garbage
+                for fd in fds:
+                    os.close(fd)
+                self.stop_forker()
+                return
+
+    def start_forker(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child never returns
+            try:
+                ours.close()
+                self.serve_forks(theirs)
+            finally:
+                os._exit(0)
+        theirs.close()
+        self.forker_pid, self.forker_sock = pid, ours
+
+    def stop_forker(self) -> None:
+        if self.forker_sock is not None:
+            self.forker_sock.close()  # the forker exits at end of file; kill_all kills it anyway
+        self.forker_pid, self.forker_sock, self.spare_pending = None, None, False
+
+    def serve_forks(self, sock: socket.socket) -> None:
+        """In the forker: for each ``F`` from the agent, fork a spare and send the agent its pid and
+        pipes; report each child's exit (the spares are our children, so we reap them)."""
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(sig, signal.SIG_DFL)
+        _close_fds_except([sock.fileno()])
+        wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.set_wakeup_fd(wake_w)
+        while True:
+            readable = select.select([sock.fileno(), wake_r], [], [])[0]
+            if wake_r in readable:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(wake_r, 4096)
+            # Reap on every wake-up: a SIGCHLD may have come in before the handler was set.
+            for pid, status in _exited_children():
+                sock.send(f"X {pid} {status}".encode())
+            if sock.fileno() in readable:
+                if not sock.recv(16):
+                    os._exit(0)  # the agent is gone
+                spare = self.fork_spare(close=[sock.fileno(), wake_r, wake_w])
+                socket.send_fds(sock, [f"S {spare.pid}".encode()], [getattr(spare, n) for n in SPARE_PIPES])
+                spare.close()
+
+    def fork_spare(self, close: tuple[int, ...] | list[int] = ()) -> Spare:
+        """A spare, as a child of this process (the agent, or the forker: ``close`` its own fds)."""
         cmd_r, cmd_w = os.pipe()
         err_r, err_w = os.pipe()
         out_r, out_w = os.pipe()
@@ -349,8 +491,11 @@ class Agent:
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child never returns
             try:
-                for fd in (cmd_w, err_r, out_r, err_out_r, in_w, self.rfd, self.wfd, self.sig_r, self.sig_w):
+                for fd in (cmd_w, err_r, out_r, err_out_r, in_w, *close):
                     os.close(fd)
+                if not close:
+                    for fd in (self.rfd, self.wfd, self.sig_r, self.sig_w):
+                        os.close(fd)
                 self._become_command(cmd_r, err_w, in_r, out_w, err_out_w)
             except BaseException as exc:
                 code = 127 if isinstance(exc, FileNotFoundError) else 126
@@ -361,7 +506,7 @@ class Agent:
         for fd in (cmd_r, err_w, out_w, err_out_w, in_r):
             os.close(fd)
         fds = {"cmd_w": cmd_w, "err_r": err_r, "out_r": out_r, "err_out_r": err_out_r, "in_w": in_w}
-        self.spare = Spare(pid, fds)
+        return Spare(pid, fds)
 
     def _become_command(self, cmd_r: int, err_w: int, in_r: int, out_w: int, err_out_w: int) -> None:
         """In the spare: drop to the sandbox user and its limits, wait for a command, exec it."""
@@ -446,7 +591,13 @@ class Agent:
         # Hand the command to the pre-forked process; it reports an exec failure on its error pipe, or
         # closes it (close-on-exec) once the program runs.
         req = {"argv": argv, "env": env, "cwd": cwd, "stderr_to_stdout": bool(hdr.get("stderr_to_stdout"))}
-        _write_all(spare.cmd_w, json.dumps(req).encode())
+        payload = json.dumps(req).encode()
+        try:
+            _write_all(spare.cmd_w, payload)
+        except BrokenPipeError:  # it died just now (killed while waiting): fork one here
+            spare.close()
+            spare = self.fork_spare()
+            _write_all(spare.cmd_w, payload)
         os.close(spare.cmd_w)
         failure = b""
         while chunk := os.read(spare.err_r, 4096):
@@ -457,7 +608,7 @@ class Agent:
         if failure:
             for fd in (out_fd, err_fd, in_fd):
                 os.close(fd)
-            self.kill_all()
+            self.kill_commands()
             self.watched = None
             code_s, _, reason = failure.decode(errors="replace").partition(":")
             msg = f"vf-sandbox: cannot run {argv[0]!r}: {reason}\n".encode()
@@ -484,7 +635,7 @@ class Agent:
             status = self.watched_status
             if status is not None and killed_at is None:
                 # The command is done: anything it left behind goes too, which also closes our pipes.
-                self.kill_all()
+                self.kill_commands()
                 killed_at = time.monotonic()
             if status is not None and not open_readers:
                 break
@@ -510,7 +661,8 @@ class Agent:
             wait = (deadline - now) if killed_at is None else max(0.0, killed_at + KILL_GRACE_S - now)
             if next_poll is not None and killed_at is None:
                 wait = min(wait, next_poll - now)
-            rlist = [*open_readers, self.sig_r, self.rfd]
+            forker = [self.forker_sock.fileno()] if self.forker_sock is not None else []
+            rlist = [*open_readers, self.sig_r, self.rfd, *forker]
             wlist = [in_open] if in_open is not None else []
             try:
                 readable, writable, _ = select.select(rlist, wlist, [], max(wait, 0.0))
@@ -519,6 +671,8 @@ class Agent:
             if self.sig_r in readable:
                 with contextlib.suppress(BlockingIOError):
                     os.read(self.sig_r, 4096)
+            if forker and forker[0] in readable:
+                self.forker_messages(wait=False)
             if self.rfd in readable:
                 try:
                     ctl, _blob = self.recv()
