@@ -1,7 +1,7 @@
 """JSON API under load: environment detail, search and resolve, on SQLite (1 worker) and PostgreSQL (4 workers).
 
     python benchmarks/hub_api.py [--seconds 20] [--connections 64,256] [--backends sqlite,postgres]
-        [--mix hit|miss|auth|all] [--check]
+        [--mix hit|miss|auth|authmiss|all] [--check]
 
 Publishes 10 projects × 5 versions to a fresh hub (``vf-hub serve``, no access log), then runs
 ``wrk -t2 -c<N> -d<seconds>s --latency`` against each endpoint at each concurrency and prints req/s,
@@ -24,10 +24,12 @@ Anonymous GETs of these endpoints are answered from an in-memory cache (``hub_se
   read, validation, JSON). A wrk Lua script cycles through varied real URLs (search over a generated word
   list × page sizes; detail across the 10 projects; resolve across projects × PEP 440 specifiers) and
   appends a per-request ``_=<thread>.<n>`` query parameter that the routes ignore but the cache keys on;
-* ``auth``: the ``hit`` URL with ``Authorization: Bearer <read token>``; the cache never answers a
-  request with credentials, so this also takes the full route, plus the token lookup.
+* ``auth``: the ``hit`` URL with ``Authorization: Bearer <read token>``: the token is checked on every
+  request (its principal from memory), then the answer comes from the signed-in callers' cache
+  (``hub_server/principal_cache.py``) after the first;
+* ``authmiss``: the ``miss`` URLs with that token: the full route for a signed-in caller.
 
-On a hub without the cache (a ``--baseline`` checkout from before it) the three mixes cost the same.
+On a hub without the caches (a ``--baseline`` checkout from before them) hit and miss cost the same.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ ENDPOINTS = {
     "resolve": "/api/v1/resolve?spec=bench%2Fbench-env-03%40%3E%3D0.2",
 }
 P99_LIMIT_MS = 250.0
-MIXES = ("hit", "miss", "auth")
+MIXES = ("hit", "miss", "auth", "authmiss")
 #: Search texts for the miss mix: words that match every, some or none of the seeded environments.
 SEARCH_WORDS = ["bench", "env", "bench-env", "benchmark", "package", "nothing-here", *PROJECTS]
 SPECIFIERS = ["", "@>=0.2", "@<1", "@==0.3.0", "@~=1.0", "@!=1.1.0", "@>0.1,<1.1"]
@@ -250,16 +252,15 @@ def measure(args: argparse.Namespace, levels: list[int], pythonpath: str | None)
                         for connections, mix, (name, path) in itertools.product(
                             levels, args.mixes, ENDPOINTS.items()
                         ):
-                            if mix == "miss":
-                                result = run_wrk(url, args.seconds, connections, script=scripts[name])
-                            elif mix == "auth":
-                                auth = (f"Authorization: Bearer {read_token}",)
-                                result = run_wrk(url + path, args.seconds, connections, headers=auth)
+                            auth = (f"Authorization: Bearer {read_token}",) if mix.startswith("auth") else ()
+                            if mix.endswith("miss"):
+                                script = scripts[name]
+                                result = run_wrk(url, args.seconds, connections, script=script, headers=auth)
                             else:
-                                result = run_wrk(url + path, args.seconds, connections)
+                                result = run_wrk(url + path, args.seconds, connections, headers=auth)
                             rows.append((label, mix, name, connections, result))
                             print(
-                                f"{label:<12} {mix:<4} {name:<8} c={connections:<4} {result.rps:>8.0f} req/s  "
+                                f"{label:<12} {mix:<8} {name:<8} c={connections:<4} {result.rps:>8.0f} req/s  "
                                 f"p50 {result.p50_ms:>7.1f} ms  p99 {result.p99_ms:>8.1f} ms  "
                                 f"non-2xx {result.non_2xx}  {result.socket_errors}",
                                 flush=True,
@@ -282,7 +283,9 @@ def main() -> int:
     parser.add_argument("--backends", default="sqlite,postgres", help="sqlite, postgres or both")
     parser.add_argument("--pg-workers", type=int, default=4)
     parser.add_argument("--baseline", type=Path, help="a checkout of the code to compare against")
-    parser.add_argument("--mix", default="all", help="comma-separated hit, miss, auth (see above), or all")
+    parser.add_argument(
+        "--mix", default="all", help="comma-separated hit, miss, auth, authmiss (see above), or all"
+    )
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args()
     args.mixes = list(MIXES) if args.mix == "all" else args.mix.split(",")

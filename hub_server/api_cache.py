@@ -7,15 +7,18 @@ bytes back from ``ApiFastPath`` without routing, validation or a thread hop. Any
 shows bumps the generation in its own transaction, and every request reads the counter after it
 arrived, so no worker answers from a cache older than the request.
 
-Only anonymous requests are cached: what they may see (public environments) is the same for all of them.
-A request with credentials (an ``Authorization`` header or the web session cookie) always takes the
-route, so private environments never enter the cache. Only 200s are kept: a 404 for an absent
-environment and one for an invisible environment take the same (uncached) path.
+This middleware caches anonymous requests only: what they may see (public environments) is the same for
+all of them. A request with credentials (an ``Authorization`` header or the web session cookie) goes on
+to ``api_reads``, which checks the token on every request and replays answers kept for callers who may
+read exactly the same environments (``PrincipalCache.answers``, a separate ``ApiCache``, so one user's
+entries never evict the anonymous ones). Only 200s are kept: a 404 for an absent environment and one
+for an invisible environment take the same (uncached) path.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -47,9 +50,15 @@ class CachedAnswer:
     headers: tuple[tuple[bytes, bytes], ...]
     body: bytes
 
+    async def send(self, send: Send) -> None:
+        """The 200 exactly as it was first sent."""
+        await send({"type": "http.response.start", "status": 200, "headers": list(self.headers)})
+        await send({"type": "http.response.body", "body": self.body})
+
 
 class ApiCache:
-    """Answers keyed by (path, query string), valid for one catalogue generation; LRU within the bounds.
+    """Answers keyed by (path, query string) (and, for signed-in callers, what they may read), valid
+    for one catalogue generation; LRU within the bounds.
 
     Used from the event loop only (the middleware), so it needs no lock.
     """
@@ -58,7 +67,7 @@ class ApiCache:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.generation: int | None = None
-        self._answers: OrderedDict[tuple[str, bytes], CachedAnswer] = OrderedDict()
+        self._answers: OrderedDict[Hashable, CachedAnswer] = OrderedDict()
         self._bytes = 0
 
     def __len__(self) -> int:
@@ -71,13 +80,13 @@ class ApiCache:
             self._bytes = 0
             self.generation = generation
 
-    def get(self, key: tuple[str, bytes]) -> CachedAnswer | None:
+    def get(self, key: Hashable) -> CachedAnswer | None:
         answer = self._answers.get(key)
         if answer is not None:
             self._answers.move_to_end(key)
         return answer
 
-    def put(self, generation: int, key: tuple[str, bytes], answer: CachedAnswer) -> None:
+    def put(self, generation: int, key: Hashable, answer: CachedAnswer) -> None:
         # An answer made under an older generation than the cache now holds is dropped, never kept.
         if generation != self.generation or len(answer.body) > MAX_BODY:
             return
@@ -120,8 +129,7 @@ class ApiFastPath:
         key = (scope["path"], scope["query_string"])
         answer = self.cache.get(key)
         if answer is not None:
-            await send({"type": "http.response.start", "status": 200, "headers": list(answer.headers)})
-            await send({"type": "http.response.body", "body": answer.body})
+            await answer.send(send)
             return
         await self.app(scope, receive, self._recorder(send, generation, key))
 

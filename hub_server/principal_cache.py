@@ -6,10 +6,16 @@ catalogue generation in its own transaction, and every request reads the counter
 revoked token is refused by every worker from the next request on. Expiry is checked against the clock
 on each use. Only valid tokens are kept (keyed by their hash, like the database): an invalid one takes
 the full lookup each time, as before. Used from the event loop only, so it needs no lock.
+
+``answers`` holds the hot reads' 200s made for signed-in callers under the same generation, keyed by
+what the caller may read (``lookups.visibility_key``: everything for an admin token, else the public
+environments plus those of its namespaces) and the URL; these answers depend on the caller only
+through that. A caller is answered from it only after its token was found valid here.
 """
 
 from __future__ import annotations
 
+from hub_server.api_cache import ApiCache
 from hub_server.auth import TokenCheck, hash_token
 
 #: Distinct tokens kept; beyond that the cache starts over (the bound only stops unbounded growth).
@@ -21,6 +27,7 @@ class PrincipalCache:
         self.max_entries = max_entries
         self.generation: int | None = None
         self._checks: dict[str, TokenCheck] = {}
+        self.answers = ApiCache()
 
     def __len__(self) -> int:
         return len(self._checks)
@@ -30,6 +37,7 @@ class PrincipalCache:
         if generation != self.generation:
             self._checks.clear()
             self.generation = generation
+        self.answers.observe(generation)
 
     def get(self, token: str) -> TokenCheck | None:
         check = self._checks.get(hash_token(token))

@@ -4,16 +4,21 @@ Environment detail, search and resolve answer from these instead of ORM objects:
 relationship loaders, a handful of flat queries, a fraction of the CPU per request. They have the
 attributes of the ORM rows that ``schemas.convert`` and ``releases`` read (the ``*Like`` protocols),
 so both kinds of row become the same JSON.
+
+The hot reads execute statements built once (``functools.cache``) with bound parameters: building a
+``select`` costs as much as running it on SQLite, and a new statement object that hits SQLAlchemy's
+compiled cache has its result columns re-matched to the cached ones on every execution.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import Select, select
+from sqlalchemy import BindParameter, Select, bindparam, select
 from sqlalchemy.orm import Session
 
 from hub_server.models import Environment, EnvironmentTag, File, Owner, Version
@@ -108,11 +113,49 @@ def environment_columns() -> Select[*tuple[Any, ...]]:
     ).join_from(Environment, Owner, Environment.owner_id == Owner.id)
 
 
+@functools.cache
+def _related() -> tuple[Select[*tuple[Any, ...]], Select[*tuple[Any, ...]], Select[*tuple[Any, ...]]]:
+    """Tags, versions and files of the environments (versions) whose ids are bound as ``ids``."""
+    ids: BindParameter[int] = bindparam("ids", expanding=True)
+    tags = (
+        select(EnvironmentTag.environment_id, EnvironmentTag.tag)
+        .where(EnvironmentTag.environment_id.in_(ids))
+        .order_by(EnvironmentTag.tag)
+    )
+    versions = (
+        select(
+            Version.environment_id,
+            Version.id,
+            Version.version,
+            Version.summary,
+            Version.yanked,
+            Version.yanked_reason,
+            Version.requires_python,
+            Version.dependencies,
+            Version.content_hash,
+            Version.created_at,
+        )
+        .where(Version.environment_id.in_(ids))
+        .order_by(Version.id)
+    )
+    files = (
+        select(File.version_id, File.filename, File.kind, File.sha256, File.size, File.created_at)
+        .where(File.version_id.in_(ids))
+        .order_by(File.filename)
+    )
+    return tags, versions, files
+
+
 def load_environments(
-    session: Session, stmt: Select[*tuple[Any, ...]], *, files: bool
+    session: Session,
+    stmt: Select[*tuple[Any, ...]],
+    params: Mapping[str, Any] | None = None,
+    *,
+    files: bool,
 ) -> list[EnvironmentView]:
-    """The environments ``stmt`` (built on ``environment_columns``) selects, in its order, with their
-    tags and versions (no READMEs, sdist listings or metadata), and the versions' files if ``files``."""
+    """The environments ``stmt`` (built on ``environment_columns``, run with ``params``) selects, in its
+    order, with their tags and versions (no READMEs, sdist listings or metadata), and the versions'
+    files if ``files``."""
     # Core execution on the session's connection (same transaction): these selects name columns, not
     # entities, so the ORM's result machinery would only add per-row cost.
     conn = session.connection()
@@ -128,31 +171,17 @@ def load_environments(
             download_count=r.download_count,
             star_count=r.star_count,
         )
-        for r in conn.execute(stmt)
+        for r in conn.execute(stmt, params)
     ]
     if not envs:
         return envs
+    tags, versions, file_rows = _related()
     by_id = {e.id: e for e in envs}
-    ids = list(by_id)
-    tags = select(EnvironmentTag.environment_id, EnvironmentTag.tag).where(
-        EnvironmentTag.environment_id.in_(ids)
-    )
-    for env_id, tag in conn.execute(tags.order_by(EnvironmentTag.tag)):
+    ids = {"ids": list(by_id)}
+    for env_id, tag in conn.execute(tags, ids):
         by_id[env_id].tags.append(TagView(tag))
-    versions = select(
-        Version.environment_id,
-        Version.id,
-        Version.version,
-        Version.summary,
-        Version.yanked,
-        Version.yanked_reason,
-        Version.requires_python,
-        Version.dependencies,
-        Version.content_hash,
-        Version.created_at,
-    ).where(Version.environment_id.in_(ids))
     by_version: dict[int, VersionView] = {}
-    for r in conn.execute(versions.order_by(Version.id)):
+    for r in conn.execute(versions, ids):
         v = VersionView(
             id=r.id,
             version=r.version,
@@ -167,12 +196,7 @@ def load_environments(
         by_id[r.environment_id].versions.append(v)
         by_version[v.id] = v
     if files and by_version:
-        rows = (
-            select(File.version_id, File.filename, File.kind, File.sha256, File.size, File.created_at)
-            .where(File.version_id.in_(list(by_version)))
-            .order_by(File.filename)
-        )
-        for f in conn.execute(rows):
+        for f in conn.execute(file_rows, {"ids": list(by_version)}):
             by_version[f.version_id].files.append(
                 FileView(f.filename, f.kind, f.sha256, f.size, f.created_at)
             )

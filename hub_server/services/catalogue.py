@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -10,7 +11,7 @@ from typing import Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
-from sqlalchemy import delete, exists, func, or_, select, update
+from sqlalchemy import BindParameter, Select, bindparam, delete, exists, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -21,7 +22,14 @@ from hub_server.changes import bump_catalogue
 from hub_server.context import Hub
 from hub_server.models import DownloadEvent, Environment, EnvironmentTag, File, Owner
 from hub_server.services.errors import HubError, not_found
-from hub_server.services.lookups import visible_environment_view, visible_filter
+from hub_server.services.lookups import (
+    ReadScope,
+    read_scope,
+    visible_bound,
+    visible_environment_view,
+    visible_filter,
+    visible_params,
+)
 from hub_server.views import EnvironmentView, VersionView, environment_columns, load_environments
 from verifiers.hub import wire
 from verifiers.hub.packaging import normalize_name, parse_env_spec
@@ -46,9 +54,33 @@ def search(
     page: int = 1,
     per_page: int = 20,
 ) -> wire.SearchPage:
-    stmt = visible_filter(environment_columns(), principal)
+    params = visible_params(principal)
     if q.strip():
-        pattern = f"%{_escape_like(q.strip().lower())}%"
+        params["pattern"] = f"%{_escape_like(q.strip().lower())}%"
+    params.update({f"tag_{i}": tag.lower() for i, tag in enumerate(tags)})
+    if owner:
+        params["owner"] = owner.lower()
+    paged, counted = _search_statements(read_scope(principal), bool(q.strip()), len(tags), bool(owner), sort)
+    # A summary needs each version's number and yank flag (for "latest"), not READMEs or files.
+    rows = load_environments(
+        session, paged, {**params, "offset": (page - 1) * per_page, "limit": per_page}, files=False
+    )
+    # When the whole result is on this page, no count query is needed.
+    whole = page == 1 and len(rows) < per_page
+    total = len(rows) if whole else session.execute(counted, params).scalar_one()
+    return wire.SearchPage(
+        items=[_capped(schemas.env_summary(e)) for e in rows], total=total, page=page, per_page=per_page
+    )
+
+
+@functools.lru_cache(maxsize=512)
+def _search_statements(
+    scope: ReadScope, with_text: bool, tag_count: int, with_owner: bool, sort: str
+) -> tuple[Select[*tuple[Any, ...]], Select[int]]:
+    """The search's page and its count, built once per shape; texts and paging are bound parameters."""
+    stmt = visible_bound(environment_columns(), scope)
+    if with_text:
+        pattern: BindParameter[str] = bindparam("pattern")
         stmt = stmt.where(
             or_(
                 func.lower(Environment.name).like(pattern, escape="\\"),
@@ -60,29 +92,22 @@ def search(
                 ),
             )
         )
-    for tag in tags:
+    for i in range(tag_count):
         stmt = stmt.where(
-            exists().where(EnvironmentTag.environment_id == Environment.id, EnvironmentTag.tag == tag.lower())
+            exists().where(
+                EnvironmentTag.environment_id == Environment.id, EnvironmentTag.tag == bindparam(f"tag_{i}")
+            )
         )
-    if owner:
-        stmt = stmt.where(Owner.name == owner.lower())
+    if with_owner:
+        stmt = stmt.where(Owner.name == bindparam("owner"))
     order: tuple[Any, ...] = {
         "downloads": (Environment.download_count.desc(), Environment.name),
         "stars": (Environment.star_count.desc(), Environment.name),
         "updated": (Environment.updated_at.desc(), Environment.name),
         "name": (Environment.name,),
     }[sort]
-    # A summary needs each version's number and yank flag (for "latest"), not READMEs or files.
-    rows = load_environments(
-        session, stmt.order_by(*order).offset((page - 1) * per_page).limit(per_page), files=False
-    )
-    if page == 1 and len(rows) < per_page:
-        total = len(rows)  # the whole result is on this page: no count query needed
-    else:
-        total = session.scalar(select(func.count()).select_from(stmt.subquery())) or 0
-    return wire.SearchPage(
-        items=[_capped(schemas.env_summary(e)) for e in rows], total=total, page=page, per_page=per_page
-    )
+    paged = stmt.order_by(*order).offset(bindparam("offset")).limit(bindparam("limit"))
+    return paged, select(func.count()).select_from(stmt.subquery())
 
 
 def popular_tags(session: Session, principal: Principal | None, limit: int = 20) -> list[tuple[str, int]]:

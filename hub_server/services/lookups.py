@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+import functools
+from collections.abc import Collection, Hashable
+from typing import Any, Literal, TypeVar
 
 from packaging.version import Version
-from sqlalchemy import Select, or_, select
+from sqlalchemy import BindParameter, Select, bindparam, or_, select
 from sqlalchemy.orm import Session, defer, selectinload
 
 from hub_server.auth import Principal
@@ -16,17 +18,47 @@ from hub_server.views import EnvironmentView, environment_columns, load_environm
 from verifiers.hub.packaging import normalize_name
 
 _S = TypeVar("_S", bound="Select[*tuple[Any, ...]]")
+#: What a caller may read: every environment, the public ones plus its namespaces', or the public ones.
+ReadScope = Literal["all", "owners", "public"]
+
+
+def read_scope(principal: Principal | None) -> ReadScope:
+    if principal is not None and principal.has("admin"):
+        return "all"
+    if principal is not None and principal.has("read"):
+        return "owners"
+    return "public"
+
+
+def visibility_key(principal: Principal | None) -> Hashable:
+    """Equal for two callers exactly when ``visible_filter`` lets them read the same environments."""
+    scope = read_scope(principal)
+    return (scope, principal.owner_ids) if scope == "owners" and principal is not None else scope
+
+
+def _narrowed(stmt: _S, scope: ReadScope, owner_ids: Collection[int] | BindParameter[Any]) -> _S:
+    if scope == "all":
+        return stmt
+    if scope == "owners":
+        return stmt.where(or_(Environment.visibility == "public", Environment.owner_id.in_(owner_ids)))
+    return stmt.where(Environment.visibility == "public")
 
 
 def visible_filter(stmt: _S, principal: Principal | None) -> _S:
     """``stmt`` over environments, narrowed to those ``principal`` may read."""
-    if principal is not None and principal.has("admin"):
-        return stmt
-    if principal is not None and principal.has("read"):
-        return stmt.where(
-            or_(Environment.visibility == "public", Environment.owner_id.in_(principal.owner_ids))
-        )
-    return stmt.where(Environment.visibility == "public")
+    return _narrowed(stmt, read_scope(principal), principal.owner_ids if principal else ())
+
+
+def visible_bound(stmt: _S, scope: ReadScope) -> _S:
+    """``visible_filter`` for a statement built once per scope: the namespaces are the bound
+    parameter ``owner_ids`` (``visible_params`` gives its value)."""
+    return _narrowed(stmt, scope, bindparam("owner_ids", expanding=True))
+
+
+def visible_params(principal: Principal | None) -> dict[str, Any]:
+    return (
+        {"owner_ids": sorted(principal.owner_ids)} if read_scope(principal) == "owners" and principal else {}
+    )
 
 
 def _without_bulk(stmt: _S) -> _S:
@@ -77,11 +109,18 @@ def visible_environment_view(
     """Like ``visible_environment_named`` (and ``owner``'s if given), as a plain ``EnvironmentView``
     with its tags, versions and files, read with Core selects. Visibility is in the first query, so
     an invisible environment costs what an absent one does."""
-    stmt = visible_filter(environment_columns(), principal).where(Environment.name == normalize_name(name))
+    params = {**visible_params(principal), "name": normalize_name(name)}
     if owner is not None:
-        stmt = stmt.where(Owner.name == owner.lower())
-    envs = load_environments(session, stmt, files=True)
+        params["owner"] = owner.lower()
+    stmt = _environment_by_name(read_scope(principal), owner is not None)
+    envs = load_environments(session, stmt, params, files=True)
     return envs[0] if envs else None
+
+
+@functools.cache
+def _environment_by_name(scope: ReadScope, with_owner: bool) -> Select[*tuple[Any, ...]]:
+    stmt = visible_bound(environment_columns(), scope).where(Environment.name == bindparam("name"))
+    return stmt.where(Owner.name == bindparam("owner")) if with_owner else stmt
 
 
 def get_environment_view(
