@@ -1,11 +1,12 @@
 """swe-env tool latency: 32 concurrent scripted R2E rollouts of 30 tool calls each, per backend.
 
-Run:  .venv/bin/python benchmarks/swe_env.py [--backends runsc,bwrap] [--rollouts 32] [--calls 30] [--json out.json]
+Run:  .venv/bin/python benchmarks/swe_env.py [--backends runsc,bwrap] [--rollouts 32] [--calls 30]
+          [--alone-calls 122] [--json out.json]
 
 Per tool (``file_editor`` view / str_replace, ``search``, ``execute_bash`` of ``cat`` / ``grep`` /
 ``python3 -c``) it prints p50/p95 of the call as the environment runs it (argument parsing, the sandbox
-round trip, formatting), in two phases: one rollout alone, then ``--rollouts`` at once. Baselines measured in
-the same run: a bare host ``subprocess.run`` of the equivalent command (``cat -n`` for a view, a
+round trip, formatting), in two phases: one rollout alone (``--alone-calls`` calls, so that each kind's p50
+has ~20 samples), then ``--rollouts`` at once. Baselines measured in the same run: a bare host ``subprocess.run`` of the equivalent command (``cat -n`` for a view, a
 ``python3 -c`` rewrite for str_replace, ``grep -rc`` for search, the same command for bash), and the
 backend's own fork/exec floor (a warm ``exec(["true"])``, alone, and from ``--rollouts`` sandboxes at once
 for the concurrent phase). Also: grading time per task, and whether any sandbox was created during the
@@ -204,10 +205,12 @@ async def phase(
     return {k: summary(v) for k, v in sorted(env.samples.items())}, info
 
 
-async def bench_backend(name: str, rollouts: int, calls: int, tasks: list[SweTask]) -> dict[str, Any]:
+async def bench_backend(
+    name: str, rollouts: int, calls: int, tasks: list[SweTask], alone_calls: int
+) -> dict[str, Any]:
     print(f"\n== {name} ==", flush=True)
     floor1 = await exec_floor(name, 1, 40)
-    alone, alone_info = await phase(name, tasks[:1], 1, calls)
+    alone, alone_info = await phase(name, tasks[:1], 1, alone_calls)
     floor_n = await exec_floor(name, rollouts, max(3, 60 // rollouts))
     together, together_info = await phase(name, tasks, rollouts, calls)
     return {
@@ -263,6 +266,8 @@ async def main() -> None:
     )
     ap.add_argument("--rollouts", type=int, default=32)
     ap.add_argument("--calls", type=int, default=30)
+    # The rollout on its own makes more calls, so that each kind's p50 has ~20 samples rather than 5.
+    ap.add_argument("--alone-calls", type=int, default=122)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     tasks = load_tasks("bundled")
@@ -270,7 +275,7 @@ async def main() -> None:
     print("host subprocess.run p50 (ms): " + ", ".join(f"{k} {v['p50_ms']:.1f}" for k, v in host.items()))
     results: dict[str, Any] = {"host": host}
     for name in [b for b in args.backends.split(",") if b]:
-        res = await bench_backend(name, args.rollouts, args.calls, tasks)
+        res = await bench_backend(name, args.rollouts, args.calls, tasks, args.alone_calls)
         report(name, res, host, args.rollouts)
         results[name] = res
     if args.json:
