@@ -150,9 +150,6 @@ class Agent:
         self.watched: int | None = None
         self.watched_status: int | None = None
         self.spare: Spare | None = None
-        # The forker needs a namespace of our own: after a command, every process but the agent and
-        # the forker is that command's (no spare exists until the clean-up is done).
-        self.use_forker = self.pidns
         self.forker_pid: int | None = None
         self.forker_sock: socket.socket | None = None
         self.spare_pending = False
@@ -397,7 +394,9 @@ class Agent:
         """Have a spare ready, or on its way from the forker, for the next command."""
         if self.spare is not None or self.spare_pending:
             return
-        if not self.use_forker:
+        if not self.pidns:
+            # The forker needs a namespace of our own: after a command, every process of it but the
+            # agent and the forker is that command's (no spare exists until the clean-up is done).
             self.spare = self.fork_spare()
             return
         try:
@@ -477,12 +476,12 @@ class Agent:
             if sock.fileno() in readable:
                 if not sock.recv(16):
                     os._exit(0)  # the agent is gone
-                spare = self.fork_spare(close=[sock.fileno(), wake_r, wake_w])
+                spare = self.fork_spare()
                 socket.send_fds(sock, [f"S {spare.pid}".encode()], [getattr(spare, n) for n in SPARE_PIPES])
                 spare.close()
 
-    def fork_spare(self, close: tuple[int, ...] | list[int] = ()) -> Spare:
-        """A spare, as a child of this process (the agent, or the forker: ``close`` its own fds)."""
+    def fork_spare(self) -> Spare:
+        """A spare, as a child of this process (the agent, or the forker)."""
         cmd_r, cmd_w = os.pipe()
         err_r, err_w = os.pipe()
         out_r, out_w = os.pipe()
@@ -491,11 +490,7 @@ class Agent:
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child never returns
             try:
-                for fd in (cmd_w, err_r, out_r, err_out_r, in_w, *close):
-                    os.close(fd)
-                if not close:
-                    for fd in (self.rfd, self.wfd, self.sig_r, self.sig_w):
-                        os.close(fd)
+                _close_fds_except([cmd_r, err_w, in_r, out_w, err_out_w])  # none of its parent's
                 self._become_command(cmd_r, err_w, in_r, out_w, err_out_w)
             except BaseException as exc:
                 code = 127 if isinstance(exc, FileNotFoundError) else 126
