@@ -34,14 +34,14 @@ from typing import cast, get_args
 import anyio.to_thread
 from starlette.datastructures import QueryParams
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hub_server.api_cache import CachedAnswer, is_cached_route
 from hub_server.auth import needs_touch
 from hub_server.changes import ChangeCounter
 from hub_server.context import Hub
-from hub_server.deps import request_token
+from hub_server.deps import hub_error_json, request_token
 from hub_server.principal_cache import PrincipalCache
 from hub_server.routers.api import Caller, detail_answer, resolve_answer, search_answer
 from hub_server.services.errors import HubError
@@ -132,12 +132,7 @@ class ApiReads:
                     CachedAnswer(tuple(response.raw_headers), bytes(response.body)),
                 )
         except HubError as exc:  # as the app's HubError handler answers a machine path
-            headers = (
-                {"WWW-Authenticate": 'Bearer, Basic realm="verifiers-hub"'}
-                if exc.status_code == 401
-                else None
-            )
-            response = JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
+            response = hub_error_json(exc)
         await response(scope, receive, send)
 
     async def _run(self, call: _Answer, caller: Caller) -> Response:

@@ -30,6 +30,7 @@ from hub_server.api_reads import ApiReads
 from hub_server.changes import ChangeCounter, FreshIndex
 from hub_server.context import Hub
 from hub_server.db import plan_pool, split_pool
+from hub_server.deps import hub_error_json
 from hub_server.principal_cache import PrincipalCache
 from hub_server.routers import api, evals, pages, simple, smoke as smoke_router, web
 from hub_server.services.errors import HubError
@@ -162,11 +163,8 @@ def create_app(settings: HubSettings | None = None) -> FastAPI:
 
     @app.exception_handler(HubError)
     async def _hub_error(request: Request, exc: HubError) -> Response:
-        headers = (
-            {"WWW-Authenticate": 'Bearer, Basic realm="verifiers-hub"'} if exc.status_code == 401 else None
-        )
         if request.url.path.startswith(_MACHINE_PREFIXES):
-            return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
+            return hub_error_json(exc)
         return web.render_error(request, exc.status_code, exc.detail)
 
     @app.exception_handler(HTTPException)

@@ -9,6 +9,7 @@ import anyio
 import anyio.to_thread
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
 from sqlalchemy.orm import Session
 
 from hub_server.auth import (
@@ -23,6 +24,12 @@ from hub_server.context import Hub
 from hub_server.services.errors import HubError
 
 SAFE_METHODS = frozenset({"GET", "HEAD"})
+
+
+def hub_error_json(exc: HubError) -> JSONResponse:
+    """A ``HubError`` as machine paths answer it: ``{"detail": ...}``, with the auth challenge on a 401."""
+    headers = {"WWW-Authenticate": 'Bearer, Basic realm="verifiers-hub"'} if exc.status_code == 401 else None
+    return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
 
 
 async def get_hub(request: Request) -> Hub:

@@ -123,13 +123,6 @@ def render_error(request: Request, status_code: int, detail: str) -> HTMLRespons
     return _render(request, "error.html", status_code=status_code, code=status_code, detail=detail)
 
 
-def _same_origin(request: Request) -> bool:
-    origin = request.headers.get("origin") or request.headers.get("referer")
-    if not origin:
-        return True  # non-browser clients send neither
-    return urlsplit(origin).netloc == request.headers.get("host", "")
-
-
 @router.get("/", response_class=HTMLResponse)
 def index(
     request: Request,
@@ -191,7 +184,7 @@ def login(
     token: Annotated[str, Form(max_length=200)],
     form_token: Annotated[str, Form(alias=csrf.FIELD, max_length=100)] = "",
 ) -> Response:
-    if not _same_origin(request) or not csrf.login_ok(request, form_token):
+    if not csrf.login_ok(request, form_token):  # also checks the origin
         return render_error(
             request, 403, "login refused: use the hub's own login page (reload it and try again)"
         )
@@ -245,8 +238,8 @@ def environment_page(
     version: Annotated[str | None, Query(max_length=100)] = None,
 ) -> HTMLResponse:
     env = services.get_environment(session, principal, owner, name)  # a HubError renders as error.html
-    current = services.get_version(env, version) if version else latest_version(env)
     newest = latest_version(env)
+    current = services.get_version(env, version) if version else newest
     base = _base_url(request)
     board = runs.leaderboard(session, principal, owner, name)
     return _render(

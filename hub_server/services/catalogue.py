@@ -55,12 +55,13 @@ def search(
     per_page: int = 20,
 ) -> wire.SearchPage:
     params = visible_params(principal)
-    if q.strip():
-        params["pattern"] = f"%{_escape_like(q.strip().lower())}%"
+    text = q.strip()
+    if text:
+        params["pattern"] = f"%{_escape_like(text.lower())}%"
     params.update({f"tag_{i}": tag.lower() for i, tag in enumerate(tags)})
     if owner:
         params["owner"] = owner.lower()
-    paged, counted = _search_statements(read_scope(principal), bool(q.strip()), len(tags), bool(owner), sort)
+    paged, counted = _search_statements(read_scope(principal), bool(text), len(tags), bool(owner), sort)
     # A summary needs each version's number and yank flag (for "latest"), not READMEs or files.
     rows = load_environments(
         session, paged, {**params, "offset": (page - 1) * per_page, "limit": per_page}, files=False

@@ -20,20 +20,20 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
 from pydantic import BaseModel
 from sqlalchemy import select
 
 from hub_server.models import File, SmokeCheck, utcnow
-from verifiers.hub.wire import SmokeReport
+from verifiers.hub.wire import SmokeOutcome, SmokeReport
 
 if TYPE_CHECKING:
     from hub_server.context import Hub
 
 log = logging.getLogger("hub_server.smoke")
 
-SmokeStatus = Literal["queued", "running", "passed", "failed", "skipped"]
+SmokeStatus = Literal["queued", "running", SmokeOutcome]  # a check ends with its report's outcome
 #: Beyond the check's own timeout: the process's start-up and its report.
 _PROCESS_GRACE_S = 60.0
 
@@ -139,7 +139,7 @@ class SmokeChecks:
         backend: str | None = None,
         duration_s: float | None = None,
     ) -> None:
-        finished = status in ("passed", "failed", "skipped")
+        finished = status in get_args(SmokeOutcome)
         with self.hub.db.write() as session:
             row = session.scalar(select(SmokeCheck).where(SmokeCheck.version_id == version_id))
             if row is None:
