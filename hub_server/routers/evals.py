@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path as FastAPIPath, Query, Response
 
+from hub_server import services
 from hub_server.deps import HubDep, PrincipalDep, SessionDep, WriterDep
 from hub_server.services import runs
 from verifiers.hub import wire
@@ -51,16 +52,15 @@ def list_runs(
     page: Page = 1,
     per_page: PerPage = 20,
 ) -> wire.EvalRunPage:
-    return runs.list_runs(
-        session, principal, owner, name, version=version, model=model, page=page, per_page=per_page
-    )
+    env = services.get_environment(session, principal, owner, name)
+    return runs.list_runs(session, principal, env, version=version, model=model, page=page, per_page=per_page)
 
 
 @router.get("/environments/{owner}/{name}/leaderboard", response_model=wire.Leaderboard, responses=_ERRORS)
 def leaderboard(
     owner: str, name: str, session: SessionDep, principal: PrincipalDep, pick: wire.LeaderboardPick = "best"
 ) -> wire.Leaderboard:
-    return runs.leaderboard(session, principal, owner, name, pick)
+    return runs.leaderboard(session, services.get_environment(session, principal, owner, name), pick)
 
 
 @router.get("/runs/{run_id}", response_model=wire.EvalRunInfo, responses=_ERRORS)

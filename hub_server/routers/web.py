@@ -241,7 +241,7 @@ def environment_page(
     newest = latest_version(env)
     current = services.get_version(env, version) if version else newest
     base = _base_url(request)
-    board = runs.leaderboard(session, principal, owner, name)
+    board = runs.leaderboard(session, env)
     return _render(
         request,
         "environment.html",
@@ -254,7 +254,7 @@ def environment_page(
         evals=services.list_evals(session, env),
         board=board,
         starred=account_view.has_starred(session, principal, env.id),
-        all_runs=runs.list_runs(session, principal, owner, name, per_page=50),
+        all_runs=runs.list_runs(session, principal, env, per_page=50),
         chart=leaderboard_chart.reward_chart_svg(board.entries),
         newer=newest if newest and current and _is_newer(newest.version, current.version) else None,
         install_vf=f"vf-install {env.full_name}" + (f"@=={current.version}" if current and version else ""),

@@ -299,15 +299,14 @@ def get_run(session: Session, principal: Principal | None, run_id: int) -> wire.
 def list_runs(
     session: Session,
     principal: Principal | None,
-    owner: str,
-    name: str,
+    env: Environment,
     *,
     version: str | None = None,
     model: str | None = None,
     page: int = 1,
     per_page: int = 20,
 ) -> wire.EvalRunPage:
-    env = get_environment(session, principal, owner, name)
+    """The runs of ``env`` (which the caller may read) that ``principal`` may read, newest first."""
     stmt = visible_runs(_run_select(), principal).where(EvalRun.environment_id == env.id)
     if version:
         stmt = stmt.where(EvalRun.version_id == get_version(env, version).id)
@@ -427,11 +426,9 @@ def _score(avg_reward: float | None) -> float:
     return avg_reward if avg_reward is not None else -math.inf
 
 
-def leaderboard(
-    session: Session, principal: Principal | None, owner: str, name: str, pick: wire.LeaderboardPick = "best"
-) -> wire.Leaderboard:
-    """One entry per (model, version): its best (highest mean reward) or latest complete public run."""
-    env = get_environment(session, principal, owner, name)
+def leaderboard(session: Session, env: Environment, pick: wire.LeaderboardPick = "best") -> wire.Leaderboard:
+    """One entry per (model, version) of ``env``: its best (highest mean reward) or latest complete
+    public run."""
     rows = session.execute(
         _run_select()
         .where(EvalRun.environment_id == env.id, EvalRun.visibility == "public", EvalRun.status == "complete")
