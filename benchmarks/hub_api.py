@@ -52,7 +52,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
-from hub_index import PROJECTS, VERSIONS, free_port, prepare_hub, tiny_dists, wait_http
+from hub_index import PROJECTS, VERSIONS, create_token, free_port, prepare_hub, tiny_dists, wait_http
 
 PG_BIN = Path(os.environ.get("VF_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
 ENDPOINTS = {
@@ -187,13 +187,7 @@ def postgres(base: Path) -> Iterator[str]:
 def hub(work: Path, database_url: str | None, workers: int) -> Iterator[tuple[str, str]]:
     """A seeded hub (10 projects × 5 versions under owner ``bench``); yields its base URL and a read token."""
     env, vf_hub, token = prepare_hub(work, database_url)
-    read_token = subprocess.run(
-        [*vf_hub, "token", "create", "bench", "--scope", "read"],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+    read_token = create_token(env, "read")
     port = free_port()
     serve = [*vf_hub, "serve", "--port", str(port), "--workers", str(workers), "--no-access-log"]
     log = (work / "hub.log").open("wb")  # tracebacks of failed requests go here, not over the table

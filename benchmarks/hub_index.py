@@ -111,14 +111,18 @@ def prepare_hub(work: Path, database_url: str | None = None) -> tuple[dict[str, 
         env["VF_HUB_DATABASE_URL"] = database_url
     subprocess.run([*VF_HUB, "db", "upgrade"], env=env, check=True, capture_output=True)
     subprocess.run([*VF_HUB, "user", "create", "bench"], env=env, check=True, capture_output=True)
-    token = subprocess.run(
-        [*VF_HUB, "token", "create", "bench", "--scope", "publish"],
+    return env, list(VF_HUB), create_token(env, "publish")
+
+
+def create_token(env: dict[str, str], scope: str) -> str:
+    """A new token of user ``bench`` with ``scope``, made by ``vf-hub token create`` on the hub of ``env``."""
+    return subprocess.run(
+        [*VF_HUB, "token", "create", "bench", "--scope", scope],
         env=env,
         check=True,
         capture_output=True,
         text=True,
     ).stdout.strip()
-    return env, list(VF_HUB), token
 
 
 def _ms(value: str, unit: str) -> float:

@@ -5,28 +5,18 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import platformdirs
 import pytest
 
 from hub_server.sdk_dist import SdkDist
 from tests.hub._dists import Dist
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
+from tests.hub._helpers import free_port, serving
 
 # Upstream-only packages: a real dependency, and a name the tests also publish on the hub (the shadow).
 TINYDEP = Dist(
@@ -61,48 +51,10 @@ def run_pypiserver(root: Path) -> Iterator[Pypiserver]:
     """pypiserver over ``root`` on a free loopback port; the fallback to pypi.org is off."""
     port = free_port()
     exe = Path(sys.executable).with_name("pypi-server")
-    # A file, not a pipe: its request log must never fill a pipe buffer and stall the server.
-    log = root.with_name(root.name + ".log")
-    log_file = log.open("wb")
-    proc = subprocess.Popen(
-        [
-            str(exe),
-            "run",
-            "-i",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "--disable-fallback",
-            "-a",
-            ".",
-            "-P",
-            ".",
-            str(root),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=log_file,
-    )
+    args = ["run", "-i", "127.0.0.1", "-p", str(port), "--disable-fallback", "-a", ".", "-P", ".", str(root)]
     url = f"http://127.0.0.1:{port}/simple/"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(url, timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"pypiserver did not start: {log.read_text(errors='replace')[-500:]}")
-            time.sleep(0.1)
+    with serving([str(exe), *args], url, root.with_name(root.name + ".log")):
         yield Pypiserver(url, root)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-        log_file.close()
 
 
 def shared_sdk_cache(factory: pytest.TempPathFactory) -> Path:

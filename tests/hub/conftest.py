@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -30,15 +29,10 @@ from hub_server import migrate, services
 from hub_server.app import create_app
 from hub_server.context import Hub
 from hub_server.settings import HubSettings
+from tests.hub._helpers import free_port as free_port  # re-exported: tests import it from here
 
 PG_BIN = Path(os.environ.get("VF_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # --- PostgreSQL ---------------------------------------------------------------------------------------

@@ -8,16 +8,14 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 
 from hub_server.local_view import create_local_app
 from hub_server.view_command import RunDirectory
-from tests.hub.conftest import free_port
+from tests.hub._helpers import VF_EVAL, free_port, run_python, serving
 from tests.hub.test_e2e import make_project
 from tests.scripted_server import Rule, ScriptedServer
 
@@ -30,28 +28,11 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     make_project(work / "environments")
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     with ScriptedServer(rules=RULES, default="no idea") as model:
-        ran = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                "import sys; from verifiers.cli.eval import main; main(sys.argv[1:])",
-                "demo-env",
-                "-m",
-                "scripted/m",
-                "-b",
-                model.url,
-                "-n",
-                "7",
-                "-r",
-                "2",
-            ],
+        run_python(
+            [*VF_EVAL, "demo-env", "-m", "scripted/m", "-b", model.url, "-n", "7", "-r", "2"],
             cwd=work,
             env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
         )
-    assert ran.returncode == 0, ran.stdout + ran.stderr
     (found,) = [p.parent for p in (work / "outputs").rglob("metadata.json")]
     return found
 
@@ -98,29 +79,13 @@ def test_the_pages_follow_a_growing_results_file(run_dir: Path, tmp_path: Path) 
         assert f"{len(lines)} rollouts match" in client.get("/").text
 
 
-def test_vf_view_serves_on_loopback(run_dir: Path) -> None:
+def test_vf_view_serves_on_loopback(run_dir: Path, tmp_path: Path) -> None:
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hub_server.view_command", str(run_dir), "--port", str(port), "--no-open"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                page = httpx.get(f"http://127.0.0.1:{port}/", timeout=5)
-                break
-            except httpx.ConnectError:
-                assert proc.poll() is None, proc.communicate()
-                assert time.monotonic() < deadline, "vf-view did not start"
-                time.sleep(0.1)
-        assert page.status_code == 200 and "demo-env" in page.text
-    finally:
-        proc.terminate()
-        _, err = proc.communicate(timeout=15)
-    assert f"at http://127.0.0.1:{port}/" in err
+    log = tmp_path / "vf-view.log"
+    cmd = [sys.executable, "-m", "hub_server.view_command", str(run_dir), "--port", str(port), "--no-open"]
+    with serving(cmd, f"http://127.0.0.1:{port}/", log) as page:
+        assert "demo-env" in page.text
+    assert f"at http://127.0.0.1:{port}/" in log.read_text()
 
 
 def test_vf_view_refuses_what_is_not_a_run_directory(tmp_path: Path) -> None:

@@ -6,11 +6,11 @@ sandbox and rolled out once against the scripted model the check starts there.""
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -18,21 +18,8 @@ from hub_server.app import create_app
 from hub_server.context import Hub
 from hub_server.settings import HubSettings
 from tests.hub._dists import Dist
-from tests.hub.conftest import Actors, publish
-from verifiers.sandbox import available_backends
-
-BROKEN_SOURCE = b"""def load_environment(**kwargs):
-    raise RuntimeError("broken on purpose: no dataset here")
-"""
-
-
-def _backend() -> str:
-    for name in ("bwrap", "runsc"):  # bwrap first: the same check, several times faster here
-        if name in available_backends():
-            return name
-    if os.environ.get("VF_REQUIRE_SANDBOX") == "1":
-        pytest.fail("VF_REQUIRE_SANDBOX=1 but neither bwrap nor runsc can run here", pytrace=False)
-    pytest.skip("no sandbox backend (bwrap, runsc) on this machine")
+from tests.hub._helpers import BROKEN_SOURCE, free_port, smoke_backend
+from tests.hub.conftest import Actors, publish, serve_app
 
 
 def _app(tmp_path: Path, sqlite_template: Path, **overrides: object) -> TestClient:
@@ -46,7 +33,7 @@ def _app(tmp_path: Path, sqlite_template: Path, **overrides: object) -> TestClie
 
 @pytest.fixture
 def smoke_client(tmp_path: Path, sqlite_template: Path) -> Iterator[TestClient]:
-    with _app(tmp_path, sqlite_template, smoke_backend=_backend()) as client:
+    with _app(tmp_path, sqlite_template, smoke_backend=smoke_backend()) as client:
         yield client
 
 
@@ -135,28 +122,14 @@ def load_environment(**kwargs):
 def test_requirements_beyond_the_sdk_come_from_the_hubs_own_index(
     tmp_path: Path, sqlite_template: Path
 ) -> None:
-    import threading
-    import time
-
-    import httpx
-    import uvicorn
-
-    from tests.hub.conftest import free_port
-
     port = free_port()
     client = _app(
         tmp_path,
         sqlite_template,
-        smoke_backend=_backend(),
+        smoke_backend=smoke_backend(),
         smoke_index_url=f"http://127.0.0.1:{port}/simple/",
     )
-    server = uvicorn.Server(uvicorn.Config(client.app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        while not server.started:
-            assert thread.is_alive()
-            time.sleep(0.02)
+    with serve_app(client.app, port) as url:  # type: ignore[arg-type]
         token = _actors(client)
         helper = Dist(name="smoke-helper")
         dependent = Dist(
@@ -164,7 +137,6 @@ def test_requirements_beyond_the_sdk_come_from_the_hubs_own_index(
             dependencies=["verifiers-sdk", "smoke-helper>=0.1"],
             files={"smoke_dependent/__init__.py": DEPENDENT_SOURCE},
         )
-        url = f"http://127.0.0.1:{port}"
         for dist in (helper, dependent):
             wheel, sdist = dist.pair()
             r = httpx.post(
@@ -175,9 +147,6 @@ def test_requirements_beyond_the_sdk_come_from_the_hubs_own_index(
             )
             assert r.status_code == 201, r.text
         check = _check(client, "smoke-dependent", token)
-    finally:
-        server.should_exit = True
-        thread.join(15)
     assert check["status"] == "passed", check["log"]
     log = str(check["log"])
     # Fetched on the host from this hub's index alone; the SDK (in the base) was not downloaded.

@@ -27,6 +27,7 @@ from tests.hub.conftest import ROOT, serve_app
 CHROMIUM = Path(os.environ.get("VF_TEST_CHROMIUM", "/usr/bin/chromium"))
 SHOTS = ROOT / "test-artifacts" / "screenshots"
 DOCS_IMG = ROOT / "docs" / "img"
+VIEWPORT = {"width": 1280, "height": 900}
 ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -62,7 +63,7 @@ def browser_context() -> Iterator[Any]:
             executable_path=str(CHROMIUM),
             headless=True,
             args=ARGS,
-            viewport={"width": 1280, "height": 900},
+            viewport=VIEWPORT,
         )
         context.set_default_timeout(15_000)
         try:
@@ -76,6 +77,15 @@ def browser_context() -> Iterator[Any]:
 def page(browser_context: Any) -> Any:
     """The one page every test drives (tests reset cookies and the viewport they change)."""
     return browser_context.pages[0] if browser_context.pages else browser_context.new_page()
+
+
+@pytest.fixture
+def signed_out(page: Any) -> Iterator[Any]:
+    """The page with no cookies, before and after the test; its viewport is reset afterwards."""
+    page.context.clear_cookies()
+    yield page
+    page.context.clear_cookies()
+    page.set_viewport_size(VIEWPORT)
 
 
 def shot(page: Any, name: str, *, full_page: bool = True) -> Path:

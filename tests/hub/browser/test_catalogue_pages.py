@@ -5,7 +5,6 @@ screen and the 404 page."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -14,7 +13,7 @@ import pytest
 
 from hub_server.auth import AuthError
 from tests.hub._dists import Dist
-from tests.hub.browser.conftest import Site, shot
+from tests.hub.browser.conftest import VIEWPORT, Site, shot
 
 pytestmark = pytest.mark.browser
 
@@ -60,13 +59,6 @@ def catalogue(site: Site) -> Site:
     )
     assert starred.status_code == 200, starred.text
     return site
-
-
-@pytest.fixture
-def signed_out(page: Any) -> Iterator[Any]:
-    page.context.clear_cookies()
-    yield page
-    page.context.clear_cookies()
 
 
 def test_search_and_tag_filters(catalogue: Site, signed_out: Any) -> None:
@@ -218,7 +210,7 @@ def test_narrow_screens_and_the_404_page(catalogue: Site, signed_out: Any) -> No
             assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1"), path
             shot(page, name)
     finally:
-        page.set_viewport_size({"width": 1280, "height": 900})
+        page.set_viewport_size(VIEWPORT)
     response = page.goto(catalogue.url + "/no/such/page/here")
     assert response is not None and response.status == 404
     assert page.locator("h1").inner_text() == "404" and page.locator("main a[href='/']").count() == 1

@@ -7,20 +7,17 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
+from tests.hub._helpers import VF_EVAL, free_port, run_python, serving
 from tests.hub.browser.conftest import Site, save_docs_image, shot
-from tests.hub.conftest import free_port
 from tests.hub.test_e2e import make_project, vf_push
 from tests.scripted_server import Reply, ScriptedServer, tool_call
 
@@ -68,19 +65,6 @@ def _model(body: dict[str, Any]) -> Reply:
     return Reply(content=None, tool_calls=[tool_call("lookup", {"question": question})])
 
 
-def _run(args: list[str], cwd: Path, env: dict[str, str]) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", "import sys; from verifiers.cli.eval import main; main(sys.argv[1:])", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout
-
-
 @dataclass
 class Evals:
     site: Site
@@ -102,9 +86,8 @@ def evals(site: Site, tmp_path_factory: pytest.TempPathFactory) -> Evals:
     with ScriptedServer(handler=_model) as server:
 
         def run(model: str, rollouts: str, *extra: str) -> str:
-            return _run(
-                ["quiz-env", "-m", model, "-b", server.url, "-n", "8", "-r", rollouts, *extra], work, env
-            )
+            args = ["quiz-env", "-m", model, "-b", server.url, "-n", "8", "-r", rollouts, *extra]
+            return run_python([*VF_EVAL, *args], cwd=work, env=env)
 
         out = work / "outputs"
         # A different model name for the public tool-using run: the hub tells runs apart by
@@ -118,22 +101,18 @@ def evals(site: Site, tmp_path_factory: pytest.TempPathFactory) -> Evals:
             pushed_out = pushing.result()
             for f in others:
                 f.result()
-    outs = [pushed_out]
-    found = re.search(r"pushed eval run (\d+) of alice/quiz-env .*\(scripted/tools, private\)", outs[0])
-    assert found, outs[0]
+    found = re.search(r"pushed eval run (\d+) of alice/quiz-env .*\(scripted/tools, private\)", pushed_out)
+    assert found, pushed_out
     public = []
     for name in ("tools", "guess"):
         (run_dir,) = [p.parent for p in (work / "outputs" / name).rglob("metadata.json")]
-        res = subprocess.run(
-            [sys.executable, "-m", "verifiers.cli.push", "--results", str(run_dir), "--visibility", "public"],
+        said = run_python(
+            ["-m", "verifiers.cli.push", "--results", str(run_dir), "--visibility", "public"],
             cwd=work,
             env=env,
-            capture_output=True,
-            text=True,
             timeout=120,
         )
-        assert res.returncode == 0, res.stdout + res.stderr
-        public.append(int(re.search(r"pushed eval run (\d+)", res.stdout).group(1)))  # type: ignore[union-attr]
+        public.append(int(re.search(r"pushed eval run (\d+)", said).group(1)))  # type: ignore[union-attr]
     (pushed_dir,) = [p.parent for p in (work / "outputs" / "pushed").rglob("metadata.json")]
     return Evals(site, int(found.group(1)), pushed_dir, public)
 
@@ -192,33 +171,20 @@ def test_a_pushed_eval_filtered_by_reward_and_one_rollout(evals: Evals, as_alice
     save_docs_image(shot(page, "rollout"), "hub-rollout-viewer.png")
 
 
-def test_the_local_viewer_shows_the_same_run(evals: Evals, page: Any) -> None:
+def test_the_local_viewer_shows_the_same_run(evals: Evals, page: Any, tmp_path: Path) -> None:
     port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "hub_server.view_command",
-            str(evals.run_dir),
-            "--port",
-            str(port),
-            "--no-open",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    log = tmp_path / "vf-view.log"
+    cmd = [
+        sys.executable,
+        "-m",
+        "hub_server.view_command",
+        str(evals.run_dir),
+        "--port",
+        str(port),
+        "--no-open",
+    ]
     base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(base + "/", timeout=5)
-                break
-            except httpx.ConnectError:
-                assert proc.poll() is None, proc.communicate()
-                assert time.monotonic() < deadline, "vf-view did not start"
-                time.sleep(0.1)
+    with serving(cmd, base + "/", log):
         page.goto(base + "/")
         assert page.locator("table.rollouts tbody tr").count() == 16
         page.fill("form.filters input[name=min_reward]", "1")
@@ -229,6 +195,3 @@ def test_the_local_viewer_shows_the_same_run(evals: Evals, page: Any) -> None:
         page.wait_for_url("**/rollouts/**")
         assert "lookup" in page.locator(".message.role-assistant .tool-call").first.inner_text()
         shot(page, "local-rollout")
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=15)

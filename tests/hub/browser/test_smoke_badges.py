@@ -5,7 +5,6 @@ the reason. The checks run for real in a bubblewrap (else gVisor) sandbox, as in
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,26 +18,14 @@ from hub_server.app import create_app
 from hub_server.context import Hub
 from hub_server.settings import HubSettings
 from tests.hub._dists import Dist
+from tests.hub._helpers import BROKEN_SOURCE, free_port, smoke_backend
 from tests.hub.browser.conftest import shot
-from tests.hub.conftest import free_port, serve_app
-from verifiers.sandbox import available_backends
+from tests.hub.conftest import serve_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.sandbox]
 
-BROKEN_SOURCE = b"""def load_environment(**kwargs):
-    raise RuntimeError("broken on purpose: no dataset here")
-"""
 GREEN = "rgb(2, 122, 72)"  # hub.css: .badge.smoke.passed
 RED = "rgb(180, 35, 24)"  # hub.css: .badge.smoke.failed
-
-
-def _backend() -> str:
-    for name in ("bwrap", "runsc"):  # bwrap first: the same check, several times faster here
-        if name in available_backends():
-            return name
-    if os.environ.get("VF_REQUIRE_SANDBOX") == "1":
-        pytest.fail("VF_REQUIRE_SANDBOX=1 but neither bwrap nor runsc can run here", pytrace=False)
-    pytest.skip("no sandbox backend (bwrap, runsc) on this machine")
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +33,7 @@ def smoke_site(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) 
     """A hub with smoke checks on (uvicorn on a loopback port), a good and a broken environment published
     and their checks finished; yields the hub's URL."""
 
-    backend = _backend()
+    backend = smoke_backend()
     tmp = tmp_path_factory.mktemp("browser-smoke-hub")
     db = tmp / "hub.sqlite"
     shutil.copyfile(sqlite_template, db)
@@ -80,14 +67,6 @@ def smoke_site(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) 
             assert r.status_code == 201, r.text  # the publish does not wait for the check
         assert hub.smoke is not None and hub.smoke.wait_idle(timeout=600)
         yield url
-
-
-@pytest.fixture
-def signed_out(page: Any) -> Iterator[Any]:
-    page.context.clear_cookies()
-    yield page
-    page.context.clear_cookies()
-    page.set_viewport_size({"width": 1280, "height": 900})
 
 
 def _color(page: Any, selector: str) -> str:
