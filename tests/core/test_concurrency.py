@@ -5,13 +5,17 @@ endpoint's push-back — checked on its own and against the scripted server with
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
 import time
 
 import pytest
 
 import verifiers as vf
+from tests.cli._helpers import script
 from tests.scripted_server import ScriptedServer
 from verifiers.cli._display import ProgressDisplay
+from verifiers.cli.eval import _normalize_argv
 from verifiers.eval.concurrency import (
     AUTO_CEILING,
     AUTO_FLOOR,
@@ -137,21 +141,14 @@ def test_the_progress_display_shows_an_adaptive_cap() -> None:
 
 
 def test_vf_eval_takes_adaptive_concurrency_and_an_optional_ray_address() -> None:
-    import json
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    from verifiers.cli.eval import _normalize_argv
-
     assert _normalize_argv(["tiny-qa", "--ray"]) == ["tiny-qa", "--ray=local"]
     assert _normalize_argv(["--ray", "tiny-qa"]) == ["--ray=local", "tiny-qa"]  # ENV_ID is no address
     assert _normalize_argv(["--ray", "auto", "x"]) == ["--ray=auto", "x"]
     assert _normalize_argv(["--ray", "ray://h:10001"]) == ["--ray=ray://h:10001"]
-    vf_eval = Path(sys.executable).with_name("vf-eval")
+    vf_eval = script("vf-eval")
     out = subprocess.run(
         [
-            str(vf_eval),
+            vf_eval,
             "tiny-qa",
             "-b",
             "http://127.0.0.1:9/v1",
@@ -170,6 +167,6 @@ def test_vf_eval_takes_adaptive_concurrency_and_an_optional_ray_address() -> Non
     config = json.loads(out.stdout)["config"]
     assert config["max_concurrent"] == [4, 64] and config["ray"] == "h:6379"
     bad = subprocess.run(
-        [str(vf_eval), "tiny-qa", "-c", "lots", "--dry-run"], capture_output=True, text=True, timeout=60
+        [vf_eval, "tiny-qa", "-c", "lots", "--dry-run"], capture_output=True, text=True, timeout=60
     )
     assert bad.returncode == 2 and "-c/--max-concurrent" in bad.stderr

@@ -111,7 +111,7 @@ class RayCluster:
     def kill(proc: subprocess.Popen[bytes]) -> None:
         """SIGKILL a node as a machine dies: its process group and every descendant (Ray's worker
         processes, actors included, run in sessions of their own under the raylet)."""
-        doomed = _descendants(proc.pid)
+        doomed = descendants(proc.pid)
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -140,7 +140,7 @@ def forget_cluster(address: str) -> None:
         pass
 
 
-def _descendants(root: int) -> list[int]:
+def descendants(root: int) -> list[int]:
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -169,17 +169,13 @@ _COUNT_NODES = (
 def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RayCluster]:
     """A head and one worker node, for the whole session."""
     cluster = RayCluster(tmp_path_factory.mktemp("ray"))
-    saved = {k: os.environ.get(k) for k in FAST_HEALTH}
-    os.environ.update(FAST_HEALTH)  # the drivers: this process and the vf-eval it starts
-    try:
-        cluster.start_head()
-        cluster.add_worker("worker1")
-        yield cluster
-    finally:
-        cluster.stop()
-        shutil.rmtree(cluster.root, ignore_errors=True)
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in FAST_HEALTH.items():  # the drivers: this process and the vf-eval it starts
+            mp.setenv(k, v)
+        try:
+            cluster.start_head()
+            cluster.add_worker("worker1")
+            yield cluster
+        finally:
+            cluster.stop()
+            shutil.rmtree(cluster.root, ignore_errors=True)

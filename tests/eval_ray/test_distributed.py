@@ -18,7 +18,7 @@ import pytest
 
 import verifiers as vf
 from tests.cli._helpers import clean_env, script
-from tests.eval_ray.conftest import RayCluster, _descendants
+from tests.eval_ray.conftest import RayCluster, descendants
 from tests.scripted_server import Reply, ScriptedServer
 from verifiers.cli.eval import EXIT_INTERRUPTED
 
@@ -108,14 +108,24 @@ def test_a_worker_node_killed_mid_run_has_its_groups_rerun_once(
             output_dir=out,
             ray=ray_cluster.address,
         )
-        requests = len(srv.requests)
     killer.join(5)
     assert killed.is_set(), "the run ended before the worker node was killed"
     meta = _assert_exactly_once(out, 2)
     ray_meta = meta["extra"]["ray"]
     assert ray_meta["actors"] == 3 and ray_meta["actors_lost"] == 1, json.dumps(ray_meta)
     assert ray_meta["requeued_groups"] >= 1  # the dead actor's groups went to the actors left
-    assert requests >= EXAMPLES * 2
+
+
+def _resume(args: list[str], out: Path, cluster: RayCluster, cwd: Path) -> None:
+    res = subprocess.run(
+        [script("vf-eval"), *args, "--resume", str(out), "--ray", cluster.address],
+        env=clean_env(),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
 
 
 def test_a_driver_killed_with_sigkill_resumes_exactly_once(ray_cluster: RayCluster, tmp_path: Path) -> None:
@@ -137,22 +147,14 @@ def test_a_driver_killed_with_sigkill_resumes_exactly_once(ray_cluster: RayClust
         first = len(_records(out))
         assert first < EXAMPLES * 2, "the run finished before it was killed"
         assert json.loads((out / "metadata.json").read_text())["status"] == "running"
-        res = subprocess.run(
-            [script("vf-eval"), *args, "--resume", str(out), "--ray", ray_cluster.address],
-            env=clean_env(),
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert res.returncode == 0, res.stderr[-3000:]
+        _resume(args, out, ray_cluster, tmp_path)
     _assert_exactly_once(out, 2)
 
 
 def _eval_actor_pids(cluster: RayCluster) -> list[int]:
     """This cluster's processes running a ``GroupWorker`` actor (Ray titles them ``ray::GroupWorker…``)."""
     found = []
-    for pid in (p for node in cluster.nodes if node.poll() is None for p in _descendants(node.pid)):
+    for pid in (p for node in cluster.nodes if node.poll() is None for p in descendants(node.pid)):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
@@ -200,13 +202,5 @@ def test_ctrl_c_leaves_a_consistent_run_and_resumes_exactly_once(
         while _eval_actor_pids(ray_cluster) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not _eval_actor_pids(ray_cluster), "actors outlived the interrupted driver"
-        res = subprocess.run(
-            [script("vf-eval"), *args, "--resume", str(out), "--ray", ray_cluster.address],
-            env=clean_env(),
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert res.returncode == 0, res.stderr[-3000:]
+        _resume(args, out, ray_cluster, tmp_path)
     _assert_exactly_once(out, 2)

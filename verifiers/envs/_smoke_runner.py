@@ -6,7 +6,7 @@ OpenAI-compatible server on the sandbox's own loopback that answers every reques
 process, on a thread), loads the environment with its defaults and runs one rollout against it. The
 last line of its output is one JSON object: ``{"ok": bool, "stage": str, "reward": ..., "error": ...}``.
 
-Not imported by the hub: it is read as text (``RUNNER_SOURCE``) and written into the sandbox.
+Never imported: ``smoke_check`` reads this file's bytes and uploads it into the sandbox as ``runner.py``.
 """
 
 from __future__ import annotations

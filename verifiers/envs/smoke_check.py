@@ -49,9 +49,16 @@ _VENV = "/workspace/venv"
 _PY_VER = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
+def _applies(req: Requirement) -> bool:
+    """Whether ``req`` is needed on this interpreter with no extras asked for."""
+    if req.marker is None:
+        return True
+    env: dict[str, str] = {k: str(v) for k, v in default_environment().items()}
+    return req.marker.evaluate({**env, "extra": ""})
+
+
 def _requirement_closure(root: str) -> list[md.Distribution]:
     """``root`` and every installed distribution its (non-extra) requirements pull in."""
-    env: dict[str, str] = {k: str(v) for k, v in default_environment().items()}
     seen: dict[str, md.Distribution] = {}
     todo = [root]
     while todo:
@@ -63,10 +70,7 @@ def _requirement_closure(root: str) -> list[md.Distribution]:
         except md.PackageNotFoundError:
             continue  # a requirement the hub itself runs without: the check will say so if it matters
         seen[name] = dist
-        for spec in dist.requires or []:
-            req = Requirement(spec)
-            if req.marker is None or req.marker.evaluate({**env, "extra": ""}):  # no extras
-                todo.append(req.name)
+        todo.extend(req.name for req in map(Requirement, dist.requires or []) if _applies(req))
     return list(seen.values())
 
 
@@ -110,13 +114,12 @@ def requirements_beyond_base(wheel_data: bytes) -> list[str]:
             (n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")), None
         )
         metadata = Parser().parsestr(zf.read(name).decode(errors="replace")) if name else None
-    env: dict[str, str] = {k: str(v) for k, v in default_environment().items()}
     have = _base_versions()
     missing: list[str] = []
     specs = (metadata.get_all("Requires-Dist") if metadata is not None else None) or []
     for spec in specs:
         req = Requirement(spec)
-        if req.marker is not None and not req.marker.evaluate({**env, "extra": ""}):
+        if not _applies(req):
             continue
         version = have.get(canonicalize_name(req.name))
         if version is None or not req.specifier.contains(version, prereleases=True):

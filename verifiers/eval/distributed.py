@@ -35,7 +35,7 @@ from typing import Any, cast
 from verifiers.clients import Client
 from verifiers.eval._gc import run_gc
 from verifiers.eval.concurrency import AdaptiveLimit, FixedLimit, Limit
-from verifiers.eval.engine import GroupPlan, RunProgress, ScoreMode, _Scheduler, schedule
+from verifiers.eval.engine import GroupPlan, RunProgress, ScoreMode, _Scheduler
 from verifiers.types import Row, SamplingArgs, State
 
 #: The default environment loader, named (not imported) so the engine stays below the environments.
@@ -173,41 +173,33 @@ class GroupWorker:
         await self.env.setup()
         self._gc.enter_context(run_gc())  # the actor's whole life is a run
         # The driver caps rollouts in flight across the cluster: groups run here unthrottled.
-        self.sched = _Scheduler(
-            self.env,
-            self.client,
-            self.model,
-            limit=FixedLimit(UNBOUNDED),
-            sampling_args=self.sampling_args,
-            score=self.score,
-            on_group=None,
-            progress=RunProgress(),
-            max_tokens_limit=self.max_tokens_limit,
-        )
+        self.sched = self._scheduler(UNBOUNDED)
         return {
             "node_id": self.node_id,
             "env_version": getattr(self.env, "env_version", ""),
             "env_content_hash": getattr(self.env, "env_content_hash", ""),
         }
 
+    def _scheduler(self, cap: int) -> _Scheduler:
+        assert self.client is not None, "start() first"
+        return _Scheduler(
+            self.env,
+            self.client,
+            self.model,
+            limit=FixedLimit(cap),
+            sampling_args=self.sampling_args,
+            score=self.score,
+            on_group=None,
+            progress=RunProgress(),
+            max_tokens_limit=self.max_tokens_limit,
+        )
+
     async def run_group(self, row: Row, indices: list[int], slots: int) -> dict[str, Any]:
         assert self.client is not None and self.sched is not None, "start() first"
         before = self.client.stats.throttled
-        if slots >= len(indices):
-            states = await self.sched.group(GroupPlan(row, indices))
-        else:  # a group larger than the whole cap: its rollouts take turns
-            groups = await schedule(
-                self.env,
-                [GroupPlan(row, indices)],
-                self.client,
-                self.model,
-                max_concurrent=slots,
-                sampling_args=self.sampling_args,
-                score=self.score,
-                progress=RunProgress(),
-                max_tokens_limit=self.max_tokens_limit,
-            )
-            states = groups[0]
+        # A group larger than the whole cap: its rollouts take turns through a cap of its own.
+        sched = self.sched if slots >= len(indices) else self._scheduler(slots)
+        states = await sched.group(GroupPlan(row, indices))
         return {
             "records": [self.env.result_record(s) for s in states],
             "node_id": self.node_id,
@@ -225,16 +217,22 @@ class GroupWorker:
         def done(pos: int, task: asyncio.Task[dict[str, Any]]) -> None:
             finished.put_nowait((pos, task))
 
+        tasks = []
         for pos, (row, indices, slots) in enumerate(items):
             task = asyncio.create_task(self.run_group(row, indices, slots))
             task.add_done_callback(functools.partial(done, pos))
-        left = len(items)
-        while left:
-            ready = [await finished.get()]
-            while not finished.empty():
-                ready.append(finished.get_nowait())
-            left -= len(ready)
-            yield [(pos, t.result()) for pos, t in ready]
+            tasks.append(task)
+        try:
+            left = len(items)
+            while left:
+                ready = [await finished.get()]
+                while not finished.empty():
+                    ready.append(finished.get_nowait())
+                left -= len(ready)
+                yield [(pos, t.result()) for pos, t in ready]
+        finally:  # a failed group or a cancelled call: the batch's other groups stop too
+            for task in tasks:
+                task.cancel()
 
     async def stop(self) -> None:
         try:
