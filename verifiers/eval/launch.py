@@ -17,6 +17,7 @@ from verifiers.clients.sampling import merge_sampling_args
 from verifiers.clients.target import Target, TargetError, resolve_target
 from verifiers.errors import AuthenticationError, InfraError, VerifiersError
 from verifiers.eval.config import ConfigError, EvalConfig
+from verifiers.eval.distributed import ENV_SETTINGS
 from verifiers.eval.engine import ProgressCallback, RunProgress
 from verifiers.eval.run import ClientSource, EvalRun, EvaluableEnv, run_eval
 
@@ -150,12 +151,9 @@ async def run_config(
             f"env_args {config.env_args!r} ({config.sources['env_args']}) differ from the arguments the "
             f"environment was loaded with ({env.env_args!r}); load it with these, or drop env_args"
         )
-    if config.timeout is not None:
-        env.timeout = config.timeout
-    if config.max_seq_len is not None:
-        env.max_seq_len = config.max_seq_len
-    if config.interleaved_thinking is not None:
-        env.interleaved_thinking = config.interleaved_thinking
+    for name in ENV_SETTINGS:  # the run settings that live on the environment (Ray actors get them too)
+        if (value := getattr(config, name)) is not None:
+            setattr(env, name, value)
     source: Client | ClientSource = client if client is not None else _client_source(config, notify)
     base_url: str | list[str] | None = None
     if client is None:
