@@ -53,6 +53,8 @@ SYSV_KINDS = (("shm", 31), ("msg", 71), ("sem", 66))
 MEMORY_POLL_S = 0.01
 MEMORY_SLACK = 32 << 20
 SPARE_PIPES = ("cmd_w", "err_r", "out_r", "err_out_r", "in_w")
+#: What a spare writes on its error pipe once it has read its command.
+ACK = b"+"
 
 
 class ProtocolEOF(Exception):
@@ -550,6 +552,7 @@ class Agent:
             data += chunk
         if not data:
             os._exit(0)  # discarded spare
+        os.write(err_w, ACK)
         req = json.loads(data)
         # CPU seconds count from here, not from the fork. SIGXCPU at the limit, SIGKILL a second later.
         with contextlib.suppress(ValueError, OSError):
@@ -582,22 +585,31 @@ class Agent:
             cwd = self.resolve(hdr.get("cwd") or ".")
             if not os.path.isdir(cwd):
                 raise NotADirectoryError(errno.ENOTDIR, "working directory does not exist", hdr.get("cwd"))
-        spare = self.take_spare()
-        # Hand the command to the pre-forked process; it reports an exec failure on its error pipe, or
-        # closes it (close-on-exec) once the program runs.
+        # Hand the command to the pre-forked process. On its error pipe it acknowledges the command
+        # (ACK), then reports an exec failure or closes the pipe (close-on-exec) once the program runs.
         req = {"argv": argv, "env": env, "cwd": cwd, "stderr_to_stdout": bool(hdr.get("stderr_to_stdout"))}
         payload = json.dumps(req).encode()
-        try:
-            _write_all(spare.cmd_w, payload)
-        except BrokenPipeError:  # it died just now (killed while waiting): fork one here
+        spare = self.take_spare()
+        for fresh in (False, True):
+            failure = b""
+            with contextlib.suppress(BrokenPipeError):
+                _write_all(spare.cmd_w, payload)
+                os.close(spare.cmd_w)
+                spare.cmd_w = -1
+                while chunk := os.read(spare.err_r, 4096):
+                    failure += chunk
+            if failure or fresh:
+                break
+            # Neither acknowledged nor failed: the spare died before it read the command (killed while
+            # it waited, which a write into the pipe's buffer cannot tell). Fork one here, ourselves.
             spare.close()
             spare = self.fork_spare()
-            _write_all(spare.cmd_w, payload)
-        os.close(spare.cmd_w)
-        failure = b""
-        while chunk := os.read(spare.err_r, 4096):
-            failure += chunk
         os.close(spare.err_r)
+        spare.err_r = -1
+        # Without ACK the command never started: an exec failure, or the spare's own set-up failed.
+        failure = (
+            failure.removeprefix(ACK) if failure.startswith(ACK) else failure or b"126:spare process died"
+        )
         self.watched, self.watched_status = spare.pid, None
         out_fd, err_fd, in_fd = spare.out_r, spare.err_out_r, spare.in_w
         if failure:
