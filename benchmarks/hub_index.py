@@ -279,8 +279,8 @@ def main() -> int:
     print(f"{'path':<22}{'server':<12}{'req/s':>10}{'p99 ms':>10}")
     for label in paths:
         for server in ("hub", "pypiserver"):
-            r = results[(server, label)]
-            print(f"{label:<22}{server:<12}{r.rps:>10.0f}{r.p99_ms:>10.2f}")
+            res = results[(server, label)]
+            print(f"{label:<22}{server:<12}{res.rps:>10.0f}{res.p99_ms:>10.2f}")
     print(
         f"{'/simple/<project>/':<22}{'hub (JSON)':<12}{pip_json.rps:>10.0f}{pip_json.p99_ms:>10.2f}  (pip's Accept)"
     )

@@ -113,7 +113,7 @@ def _search_statements(
 
 def popular_tags(session: Session, principal: Principal | None, limit: int = 20) -> list[tuple[str, int]]:
     """The most used tags over the environments the caller may read, with their counts (the home page's filters)."""
-    visible = visible_filter(select(Environment.id).join(Owner), principal).subquery()
+    visible = visible_filter(select(Environment.id), principal).subquery()
     rows = session.execute(
         select(EnvironmentTag.tag, func.count())
         .where(EnvironmentTag.environment_id.in_(select(visible.c.id)))

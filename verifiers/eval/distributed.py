@@ -35,7 +35,7 @@ from typing import Any, cast
 from verifiers.clients import Client
 from verifiers.eval._gc import run_gc
 from verifiers.eval.concurrency import AdaptiveLimit, FixedLimit, Limit
-from verifiers.eval.engine import GroupPlan, RunProgress, ScoreMode, _Scheduler
+from verifiers.eval.engine import GroupPlan, GroupRunner, RunProgress, ScoreMode
 from verifiers.types import Row, SamplingArgs, State
 
 #: The default environment loader, named (not imported) so the engine stays below the environments.
@@ -158,7 +158,7 @@ class GroupWorker:
         self.max_tokens_limit, self.env_settings = max_tokens_limit, env_settings
         self.env: Any = None
         self.client: Client | None = None
-        self.sched: _Scheduler | None = None
+        self.runner: GroupRunner | None = None
         self._gc = contextlib.ExitStack()
         self.node_id = ""
 
@@ -173,16 +173,16 @@ class GroupWorker:
         await self.env.setup()
         self._gc.enter_context(run_gc())  # the actor's whole life is a run
         # The driver caps rollouts in flight across the cluster: groups run here unthrottled.
-        self.sched = self._scheduler(UNBOUNDED)
+        self.runner = self._runner(UNBOUNDED)
         return {
             "node_id": self.node_id,
             "env_version": getattr(self.env, "env_version", ""),
             "env_content_hash": getattr(self.env, "env_content_hash", ""),
         }
 
-    def _scheduler(self, cap: int) -> _Scheduler:
+    def _runner(self, cap: int) -> GroupRunner:
         assert self.client is not None, "start() first"
-        return _Scheduler(
+        return GroupRunner(
             self.env,
             self.client,
             self.model,
@@ -195,11 +195,11 @@ class GroupWorker:
         )
 
     async def run_group(self, row: Row, indices: list[int], slots: int) -> dict[str, Any]:
-        assert self.client is not None and self.sched is not None, "start() first"
+        assert self.client is not None and self.runner is not None, "start() first"
         before = self.client.stats.throttled
         # A group larger than the whole cap: its rollouts take turns through a cap of its own.
-        sched = self.sched if slots >= len(indices) else self._scheduler(slots)
-        states = await sched.group(GroupPlan(row, indices))
+        runner = self.runner if slots >= len(indices) else self._runner(slots)
+        states = await runner.group(GroupPlan(row, indices))
         return {
             "records": [self.env.result_record(s) for s in states],
             "node_id": self.node_id,

@@ -139,7 +139,12 @@ async def score_safely(fn: Callable[[Any], Any], states: State | list[State]) ->
             s["reward"] = None
 
 
-class _Scheduler:
+class GroupRunner:
+    """Runs one planned group: its rollouts under the shared limit, then its scoring, then the callback.
+
+    ``schedule`` drives one over a whole plan; the Ray actors in ``verifiers.eval.distributed`` drive
+    one per batch they are handed, so both count, cap and score rollouts the same way."""
+
     def __init__(
         self,
         env: RolloutEnv,
@@ -248,7 +253,7 @@ async def schedule(
     )
     progress.limit = limit
     ceiling = limit.ceiling if isinstance(limit, AdaptiveLimit) else limit.limit
-    sched = _Scheduler(
+    runner = GroupRunner(
         env,
         client,
         model,
@@ -267,7 +272,7 @@ async def schedule(
 
     async def run_group(i: int, plan: GroupPlan) -> None:
         try:
-            states = await sched.group(plan)
+            states = await runner.group(plan)
             if collect:
                 results[i] = states
         except asyncio.CancelledError:
