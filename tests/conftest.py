@@ -1,4 +1,4 @@
-"""Shared fixtures: the scripted OpenAI-compatible server."""
+"""Shared fixtures: the scripted OpenAI-compatible server, and the real SmolLM2 tier."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.scripted_server import ScriptedServer
+from verifiers.clients.local_model import LocalModelError, check_server_installed, resolve_model_file
 
 # Hubs started by tests (in-process or `vf-hub serve` subprocesses) do not smoke-check every publish in a
 # sandbox; tests of the checks turn them on in their HubSettings (tests/hub/test_smoke_check.py).
@@ -19,3 +20,24 @@ def scripted() -> Iterator[ScriptedServer]:
     """A fresh scripted server on a free loopback port (replies 'ok' unless scripted)."""
     with ScriptedServer() as server:
         yield server
+
+
+def smollm_missing() -> str | None:
+    """Why the real SmolLM2 server cannot run here (the library's own message), or None when it can."""
+    try:
+        check_server_installed()
+        resolve_model_file("local/smollm2")
+    except LocalModelError as exc:
+        return str(exc)
+    return None
+
+
+@pytest.fixture
+def smollm() -> None:
+    """Skip when SmolLM2 cannot run here, or fail when VF_REQUIRE_SMOLLM=1 (CI) says it must."""
+    reason = smollm_missing()
+    if reason is None:
+        return
+    if os.environ.get("VF_REQUIRE_SMOLLM") == "1":
+        pytest.fail(f"VF_REQUIRE_SMOLLM=1 but {reason}")
+    pytest.skip(reason)

@@ -1,5 +1,5 @@
-"""Helpers for the CLI tests: the real console scripts, run directories, the test environment project and
-the SmolLM2 availability check."""
+"""Helpers for the CLI tests: the real console scripts, run directories and the test environment project
+(the SmolLM2 availability check is in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from verifiers.clients.local_model import LocalModelError, check_server_installed, resolve_model_file
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = ROOT / "tests" / "scripted_server.py"
@@ -132,14 +130,3 @@ def read_results(run_dir: Path) -> list[dict]:
 def run_dirs(work: Path) -> list[Path]:
     base = work / "outputs" / "evals"
     return sorted(p for p in base.glob("*/*") if p.is_dir()) if base.is_dir() else []
-
-
-# --- the SmolLM2 end-to-end tier ---------------------------------------------------------------
-def smollm_missing() -> str | None:
-    """Why the real SmolLM2 server cannot run here (the library's own message), or None when it can."""
-    try:
-        check_server_installed()
-        resolve_model_file("local/smollm2")
-    except LocalModelError as exc:
-        return str(exc)
-    return None

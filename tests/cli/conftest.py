@@ -4,7 +4,6 @@ for install tests, and the SmolLM2 requirement switch (VF_REQUIRE_SMOLLM=1 turns
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli._helpers import BIN, ENV_MODULE, ENV_PYPROJECT, ROOT, SERVER, Server, smollm_missing
+from tests.cli._helpers import BIN, ENV_MODULE, ENV_PYPROJECT, ROOT, SERVER, Server
 
 
 @pytest.fixture
@@ -93,14 +92,3 @@ def isolated_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run(cmd, check=True, capture_output=True)
     assert (venv / "bin" / "vf-install").exists()
     return venv
-
-
-@pytest.fixture
-def smollm() -> None:
-    """Skip when SmolLM2 cannot run here, or fail when VF_REQUIRE_SMOLLM=1 (CI) says it must."""
-    reason = smollm_missing()
-    if reason is None:
-        return
-    if os.environ.get("VF_REQUIRE_SMOLLM") == "1":
-        pytest.fail(f"VF_REQUIRE_SMOLLM=1 but {reason}")
-    pytest.skip(reason)

@@ -1,5 +1,5 @@
 """Fixtures of the swe-env tests (run from the repository root): sandbox backends, the scripted
-OpenAI-compatible server, and a sandbox holding the tiny task's files. Helpers live in ``swe_testing.py``
+OpenAI-compatible server, the real SmolLM2 tier, and a sandbox holding the tiny task's files. Helpers live in ``swe_testing.py``
 (importable from the tests: this directory is put on ``sys.path``)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import scripted
+from tests.conftest import scripted, smollm
 from tests.envs.sandboxes import fast_backend, secure_backend
 from verifiers.sandbox import Sandbox, SandboxLimits, get_backend
 
@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from swe_testing import TINY  # (needs the path above)
 
-__all__ = ["fast_backend", "scripted", "secure_backend"]
+__all__ = ["fast_backend", "scripted", "secure_backend", "smollm"]
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """swe-env end to end through the ``vf-eval`` CLI against the scripted server, on runsc and bwrap: a
-scripted agent fixes bundled tasks with each scaffold's own tools (reward 1), under both graders; and the
+scripted agent fixes bundled tasks with each scaffold's own tools (reward 1), under both graders; the same
+command against the real SmolLM2 (the issue's done-when: it runs, graded, reward 0 is fine); and the
 arguments of ``load_environment``."""
 
 from __future__ import annotations
@@ -83,3 +84,32 @@ def test_vf_eval_scripted_agent_solves_bundled_tasks(
         assert row["metrics"]["f2p"] == 1.0 and row["metrics"]["p2p"] == 1.0
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["env_id"] == "swe-env" and meta["avg_reward"] == 1.0 and meta["env_args"] == env_args
+
+
+@pytest.mark.sandbox
+@pytest.mark.smollm
+@pytest.mark.parametrize("scaffold", ["r2e", "mini"])
+def test_vf_eval_with_the_real_small_model_runs_and_grades(
+    smollm: None, scaffold: str, tmp_path: Path
+) -> None:
+    """``vf-eval swe-env -m local/smollm2 -n 2``: vf-eval starts the llama.cpp server itself, each rollout
+    runs its turns in a sandbox and is graded by the hidden tests. SmolLM2 fixes nothing, so every
+    rollout must end scored (0 or 1, never None) with no error, and its grading ran the whole suite."""
+    out = tmp_path / "run"
+    env_args = {"scaffold": scaffold, "max_turns": 3, "backend": "bwrap", "pool_size": 2}
+    proc = run_vf_eval(
+        "swe-env", "-m", "local/smollm2", "-n", "2", "-r", "1", "-t", "200",
+        "-a", json.dumps(env_args), "-o", str(out), "--json", cwd=ROOT, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    meta = json.loads((out / "metadata.json").read_text())
+    assert meta["counts"]["completed"] == 2 and meta["counts"]["errored"] == {}, meta["counts"]
+    rows = results_of(out)
+    assert len(rows) == 2
+    for row in rows:
+        assert row["error"] is None and row["reward"] in (0.0, 1.0), row["error"]
+        assert row["scaffold"] == scaffold and row["sandbox_backend"] == "bwrap"
+        assert 1 <= row["metrics"]["turns"] <= 3
+        grading = row["grading"]
+        assert grading["infra_error"] is None and grading["statuses"], grading
+        assert row["metrics"]["tests_run"] == len(grading["statuses"])
