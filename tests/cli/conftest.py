@@ -1,5 +1,5 @@
-"""Fixtures for the CLI tests: standalone scripted servers, a test environment project, an isolated venv
-for install tests, and the SmolLM2 requirement switch (VF_REQUIRE_SMOLLM=1 turns a skip into a failure)."""
+"""Fixtures for the CLI tests: standalone scripted servers, a test environment project and an isolated venv
+for install tests (the SmolLM2 tier's ``smollm`` fixture is in tests/conftest.py)."""
 
 from __future__ import annotations
 

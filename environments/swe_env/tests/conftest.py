@@ -1,6 +1,6 @@
 """Fixtures of the swe-env tests (run from the repository root): sandbox backends, the scripted
-OpenAI-compatible server, the real SmolLM2 tier, and a sandbox holding the tiny task's files. Helpers live in ``swe_testing.py``
-(importable from the tests: this directory is put on ``sys.path``)."""
+OpenAI-compatible server, the real SmolLM2 tier, and a sandbox holding the tiny task's files. Helpers
+live in ``swe_testing.py`` (importable from the tests: this directory is put on ``sys.path``)."""
 
 from __future__ import annotations
 
