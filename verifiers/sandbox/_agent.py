@@ -79,8 +79,6 @@ class Spare:
         self.out_r = fds["out_r"]
         self.err_out_r = fds["err_out_r"]
         self.in_w = fds["in_w"]
-        #: Exited while waiting (e.g. chosen by the OOM killer of the commands' cgroup).
-        self.dead = False
 
     def close(self) -> None:
         for fd in (self.cmd_w, self.err_r, self.out_r, self.err_out_r, self.in_w):
@@ -307,8 +305,6 @@ class Agent:
         """A child of ours, or of the forker, ended with wait ``status``."""
         if pid == self.watched:
             self.watched_status = status
-        elif self.spare is not None and pid == self.spare.pid:
-            self.spare.dead = True
 
     def descendants(self) -> list[int]:
         """Every live descendant of this agent (walks /proc; used where we are not a namespace init)."""
@@ -382,12 +378,9 @@ class Agent:
             time.sleep(0.0005)
 
     def take_spare(self) -> Spare:
-        self.reap()
+        """The waiting spare, or a new one. One that died while it waited shows as a missing ACK
+        (``op_exec``), which covers every way it can die, so its exit is not tracked here."""
         self.collect_spare()
-        self.forker_messages(wait=False)  # whether the spare died waiting
-        if self.spare is not None and self.spare.dead:
-            self.spare.close()
-            self.spare = None
         spare = self.spare or self.fork_spare()
         self.spare = None
         return spare
@@ -606,10 +599,9 @@ class Agent:
             spare = self.fork_spare()
         os.close(spare.err_r)
         spare.err_r = -1
-        # Without ACK the command never started: an exec failure, or the spare's own set-up failed.
-        failure = (
-            failure.removeprefix(ACK) if failure.startswith(ACK) else failure or b"126:spare process died"
-        )
+        # After the ACK: nothing (the program runs) or its exec failure. Without it the command never
+        # started: the spare's own set-up failed, or a spare died twice.
+        failure = failure[len(ACK) :] if failure.startswith(ACK) else failure or b"126:spare process died"
         self.watched, self.watched_status = spare.pid, None
         out_fd, err_fd, in_fd = spare.out_r, spare.err_out_r, spare.in_w
         if failure:
