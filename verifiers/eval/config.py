@@ -48,6 +48,9 @@ PACKAGE_KEYS: dict[str, type] = {"num_examples": int, "rollouts_per_example": in
 
 
 RESUME_NEEDS_SAVING = "resume needs saved results; drop save_results=False"
+#: The run settings that live on the environment object: ``launch`` sets them on it from the config,
+#: and a distributed run copies them onto each actor's own copy.
+ENV_SETTINGS = ("timeout", "max_seq_len", "interleaved_thinking")
 
 
 class ConfigError(ValueError):

@@ -35,6 +35,7 @@ from typing import Any, cast
 from verifiers.clients import Client
 from verifiers.eval._gc import run_gc
 from verifiers.eval.concurrency import AdaptiveLimit, FixedLimit, Limit
+from verifiers.eval.config import ENV_SETTINGS
 from verifiers.eval.engine import GroupPlan, GroupRunner, RunProgress, ScoreMode
 from verifiers.types import Row, SamplingArgs, State
 
@@ -127,10 +128,6 @@ def resolve_loader(name: str) -> Callable[..., Any]:
     if not callable(fn):
         raise TypeError(f"{name} is not callable")
     return fn  # type: ignore[no-any-return]
-
-
-#: Run settings applied to the environment object (``launch``), which each actor's copy must get too.
-ENV_SETTINGS = ("timeout", "max_seq_len", "interleaved_thinking")
 
 
 def _env_settings(env: Any) -> dict[str, Any]:

@@ -16,8 +16,7 @@ from verifiers.clients.local_model import LocalModelServer
 from verifiers.clients.sampling import merge_sampling_args
 from verifiers.clients.target import Target, TargetError, resolve_target
 from verifiers.errors import AuthenticationError, InfraError, VerifiersError
-from verifiers.eval.config import ConfigError, EvalConfig
-from verifiers.eval.distributed import ENV_SETTINGS
+from verifiers.eval.config import ENV_SETTINGS, ConfigError, EvalConfig
 from verifiers.eval.engine import ProgressCallback, RunProgress
 from verifiers.eval.run import ClientSource, EvalRun, EvaluableEnv, run_eval
 
