@@ -22,7 +22,6 @@ import io
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tarfile
@@ -33,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+
+from verifiers.clients.local_model import free_port
 
 PROJECTS = [f"bench-env-{i:02d}" for i in range(10)]
 VERSIONS = ["0.1.0", "0.2.0", "0.3.0", "1.0.0", "1.1.0"]
@@ -70,12 +71,6 @@ def tiny_dists(name: str, version: str) -> tuple[tuple[str, bytes], tuple[str, b
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     return (f"{stem}-py3-none-any.whl", wheel.getvalue()), (f"{stem}.tar.gz", sdist.getvalue())
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:

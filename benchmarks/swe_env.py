@@ -7,7 +7,8 @@ Per tool (``file_editor`` view / str_replace, ``search``, ``execute_bash`` of ``
 ``python3 -c``) it prints p50/p95 of the call as the environment runs it (argument parsing, the sandbox
 round trip, formatting), in two phases: one rollout alone (``--alone-calls`` calls, so that each kind's p50
 has ~20 samples), then ``--rollouts`` at once. Baselines measured in the same run: a bare host
-``subprocess.run`` of the equivalent command (``cat -n`` for a view, a ``python3 -c`` rewrite for str_replace, ``grep -rc`` for search, the same command for bash), and the
+``subprocess.run`` of the equivalent command (``cat -n`` for a view, a ``python3 -c`` rewrite for
+str_replace, ``grep -rc`` for search, the same command for bash), and the
 backend's own fork/exec floor (a warm ``exec(["true"])``, alone, and from ``--rollouts`` sandboxes at once
 for the concurrent phase). Also: grading time per task, and whether any sandbox was created during the
 rollouts (the warm pool must keep sandbox starts off the critical path). Targets (issue 12): file_editor

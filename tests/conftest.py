@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.scripted_server import ScriptedServer
+from tests.tiers import component_missing
 from verifiers.clients.local_model import LocalModelError, check_server_installed, resolve_model_file
 
 # Hubs started by tests (in-process or `vf-hub serve` subprocesses) do not smoke-check every publish in a
@@ -36,8 +37,5 @@ def smollm_missing() -> str | None:
 def smollm() -> None:
     """Skip when SmolLM2 cannot run here, or fail when VF_REQUIRE_SMOLLM=1 (CI) says it must."""
     reason = smollm_missing()
-    if reason is None:
-        return
-    if os.environ.get("VF_REQUIRE_SMOLLM") == "1":
-        pytest.fail(f"VF_REQUIRE_SMOLLM=1 but {reason}")
-    pytest.skip(reason)
+    if reason is not None:
+        component_missing("VF_REQUIRE_SMOLLM", reason)

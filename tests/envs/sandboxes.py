@@ -6,9 +6,9 @@ then the test fails, so CI cannot pass without ever touching a real sandbox.
 
 from __future__ import annotations
 
-import os
-
 import pytest
+
+from tests.tiers import component_missing
 
 SECURE_BACKENDS = ("runsc", "bwrap")
 
@@ -20,8 +20,8 @@ def require_backend(name: str) -> str:
     available = available_backends()
     if name in available:
         return name
-    if os.environ.get("VF_REQUIRE_SANDBOX") == "1" and not any(b in available for b in SECURE_BACKENDS):
-        pytest.fail(f"VF_REQUIRE_SANDBOX=1 but no secure sandbox backend is available (have: {available})")
+    if not any(b in available for b in SECURE_BACKENDS):
+        component_missing("VF_REQUIRE_SANDBOX", f"no secure sandbox backend is available (have: {available})")
     pytest.skip(f"sandbox backend {name!r} is not available here (have: {available})")
 
 

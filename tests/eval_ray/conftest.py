@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.tiers import component_missing
+
 RAY = Path(sys.executable).with_name("ray")
 #: Nodes that stop answering are declared dead within about two seconds (Ray's default is ~30 s).
 FAST_HEALTH = {
@@ -45,11 +47,8 @@ def _ray_missing() -> str | None:
 @pytest.fixture(scope="session", autouse=True)
 def _require_ray() -> None:
     missing = _ray_missing()
-    if missing is None:
-        return
-    if os.environ.get("VF_REQUIRE_RAY") == "1":
-        pytest.fail(f"VF_REQUIRE_RAY=1 but {missing}")
-    pytest.skip(missing)
+    if missing is not None:
+        component_missing("VF_REQUIRE_RAY", missing)
 
 
 @dataclass

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.hub._helpers import free_port, serving
+from tests.hub._helpers import serving
+from verifiers.clients.local_model import free_port
 
 VF_HUB = Path(sys.executable).parent / "vf-hub"
 

@@ -1,10 +1,9 @@
-"""Small helpers shared by the hub tests (and tests/cli's demo-hub test): free ports, starting and stopping
-a server process, running a CLI in this interpreter, and the sandbox backend the smoke checks use."""
+"""Small helpers shared by the hub tests (and tests/cli's demo-hub test): starting and stopping a server
+process, running a CLI in this interpreter, and the sandbox backend the smoke checks use. (Free ports:
+``verifiers.clients.local_model.free_port``.)"""
 
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
+
+from tests.tiers import component_missing
 
 #: ``vf-eval`` as this interpreter runs it (``python -c``, so no console script is needed).
 VF_EVAL = ["-c", "import sys; from verifiers.cli.eval import main; main(sys.argv[1:])"]
@@ -22,12 +22,6 @@ VF_EVAL = ["-c", "import sys; from verifiers.cli.eval import main; main(sys.argv
 BROKEN_SOURCE = b"""def load_environment(**kwargs):
     raise RuntimeError("broken on purpose: no dataset here")
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_until_serving(
@@ -93,6 +87,4 @@ def smoke_backend() -> str:
     for name in ("bwrap", "runsc"):  # bwrap first: the same check, several times faster here
         if name in available_backends():
             return name
-    if os.environ.get("VF_REQUIRE_SANDBOX") == "1":
-        pytest.fail("VF_REQUIRE_SANDBOX=1 but neither bwrap nor runsc can run here", pytrace=False)
-    pytest.skip("no sandbox backend (bwrap, runsc) on this machine")
+    component_missing("VF_REQUIRE_SANDBOX", "neither bwrap nor runsc can run here")

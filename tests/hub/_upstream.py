@@ -16,7 +16,8 @@ import pytest
 
 from hub_server.sdk_dist import SdkDist
 from tests.hub._dists import Dist
-from tests.hub._helpers import free_port, serving
+from tests.hub._helpers import serving
+from verifiers.clients.local_model import free_port
 
 # Upstream-only packages: a real dependency, and a name the tests also publish on the hub (the shadow).
 TINYDEP = Dist(

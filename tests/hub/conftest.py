@@ -29,7 +29,8 @@ from hub_server import migrate, services
 from hub_server.app import create_app
 from hub_server.context import Hub
 from hub_server.settings import HubSettings
-from tests.hub._helpers import free_port as free_port  # re-exported: tests import it from here
+from tests.tiers import component_missing
+from verifiers.clients.local_model import free_port
 
 PG_BIN = Path(os.environ.get("VF_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,10 +85,7 @@ def postgres_server() -> Iterator[str]:
         url, stop = _start_postgres(base)
     except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
         shutil.rmtree(base, ignore_errors=True)
-        reason = f"PostgreSQL unavailable: {exc}"
-        if os.environ.get("VF_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"VF_REQUIRE_POSTGRES=1 but {reason}", pytrace=False)
-        pytest.skip(reason)
+        component_missing("VF_REQUIRE_POSTGRES", f"PostgreSQL unavailable: {exc}")
     try:
         yield url
     finally:

@@ -9,7 +9,6 @@ database plays no part in what is tested here, and each install takes seconds.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from hub_server.settings import HubSettings
 from tests.hub import _upstream as up
 from tests.hub._dists import Dist
 from tests.hub.conftest import LiveHub, clean_pip_env
+from tests.tiers import component_missing
 
 ENV_SOURCE = b"""import shadow_env
 import tinydep
@@ -59,9 +59,7 @@ def pypi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[up.Pypiserver]:
     wheels = sorted(wheelhouse.glob("*.whl")) if wheelhouse.is_dir() else []
     if not any(w.name.startswith("pydantic-") for w in wheels):
         reason = f"no SDK dependency wheels in {wheelhouse}; run scripts/setup.sh (scripts/hub_wheelhouse.py)"
-        if os.environ.get("VF_REQUIRE_WHEELHOUSE") == "1":
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
+        component_missing("VF_REQUIRE_WHEELHOUSE", reason)
     root = tmp_path_factory.mktemp("pypi-standin")
     up.write_upstream_packages(root)
     for wheel in wheels:

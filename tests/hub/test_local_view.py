@@ -15,9 +15,10 @@ from fastapi.testclient import TestClient
 
 from hub_server.local_view import create_local_app
 from hub_server.view_command import RunDirectory
-from tests.hub._helpers import VF_EVAL, free_port, run_python, serving
+from tests.hub._helpers import VF_EVAL, run_python, serving
 from tests.hub.test_e2e import make_project
 from tests.scripted_server import Rule, ScriptedServer
+from verifiers.clients.local_model import free_port
 
 RULES = [Rule("capital of France", "Paris"), Rule("days are in a week", "7")]
 

@@ -22,7 +22,8 @@ from hub_server.simple_index import JSON_V1
 from hub_server.upstream import Upstream
 from tests.hub._dists import Dist
 from tests.hub._upstream import Pypiserver, run_pypiserver, shared_sdk_cache, write_upstream_packages
-from tests.hub.conftest import Actors, free_port, publish
+from tests.hub.conftest import Actors, publish
+from verifiers.clients.local_model import free_port
 
 JSON_ACCEPT = {"Accept": JSON_V1}
 

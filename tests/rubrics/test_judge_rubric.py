@@ -5,21 +5,15 @@ error rather than a wrong answer."""
 from __future__ import annotations
 
 import asyncio
-import socket
 
 import pytest
 
 from tests.rubrics.helpers import make_state
 from tests.scripted_server import Reply, ScriptedServer
 from verifiers.clients import Client
+from verifiers.clients.local_model import free_port
 from verifiers.rubrics import HybridMathRubric, JudgeRubric, parse_verdict
 from verifiers.rubrics.judge_rubric import render_prompt
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def judge_for(server: ScriptedServer, **kw: object) -> JudgeRubric:

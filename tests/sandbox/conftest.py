@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.tiers import component_missing
 from verifiers.sandbox import BwrapBackend, LocalBackend, RunscBackend, Sandbox, SandboxBackend, SandboxLimits
 
 BACKEND_CLASSES: dict[str, type[SandboxBackend]] = {
@@ -43,9 +44,10 @@ def require_backend(name: str) -> SandboxBackend:
         "bwrap": "bubblewrap is not installed (apt-get install bubblewrap) or we are not root",
         "local": "the local backend needs Linux",
     }[name]
-    if os.environ.get("VF_REQUIRE_SANDBOX") == "1" and name in SECURE:
-        pytest.fail(f"VF_REQUIRE_SANDBOX=1 but sandbox backend {name!r} is unavailable: {why}", pytrace=False)
-    pytest.skip(f"sandbox backend {name!r} unavailable: {why}")
+    reason = f"sandbox backend {name!r} is unavailable: {why}"
+    if name in SECURE:
+        component_missing("VF_REQUIRE_SANDBOX", reason)
+    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -56,7 +55,7 @@ class AgentProcess:
     def exec(self, command: str) -> tuple[dict[str, Any], str]:
         assert self.proc.stdin is not None
         hdr = json.dumps({"op": "exec", "argv": ["sh", "-c", command], "timeout": 10, "max_output": 65536})
-        self.proc.stdin.write(struct.pack(">II", len(hdr), 0) + hdr.encode())
+        self.proc.stdin.write(HEADER.pack(len(hdr), 0) + hdr.encode())
         self.proc.stdin.flush()
         reply, out = self.recv()
         assert reply["ok"], reply

@@ -4,7 +4,6 @@ reference SDK's venv (``.venv-ref``; VF_REQUIRE_REFERENCE_SDK=1 turns its absenc
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import httpx
 import pytest
 
 from tests.scripted_server import Reply, ScriptedServer, _last_user_text
+from tests.tiers import component_missing
 
 ROOT = Path(__file__).resolve().parents[2]
 REF_PYTHON = ROOT / ".venv-ref" / "bin" / "python"
@@ -134,7 +134,5 @@ def reference_python() -> Path:
         ).returncode
     ):
         reason = f"the reference SDK venv {REF_PYTHON} is missing (scripts/setup.sh creates it)"
-        if os.environ.get("VF_REQUIRE_REFERENCE_SDK") == "1":
-            pytest.fail(f"VF_REQUIRE_REFERENCE_SDK=1 but {reason}")
-        pytest.skip(reason)
+        component_missing("VF_REQUIRE_REFERENCE_SDK", reason)
     return REF_PYTHON

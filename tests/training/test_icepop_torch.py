@@ -5,20 +5,18 @@ Skipped without torch, unless ``VF_REQUIRE_TORCH=1`` (CI), which makes its absen
 from __future__ import annotations
 
 import math
-import os
 from typing import Any
 
 import numpy as np
 import pytest
 
+from tests.tiers import component_missing
 from verifiers.training import icepop_loss
 
 try:
     import torch
 except ImportError:  # pragma: no cover - depends on the machine
-    if os.environ.get("VF_REQUIRE_TORCH") == "1":
-        pytest.fail("VF_REQUIRE_TORCH=1 but torch is not installed", pytrace=False)
-    pytest.skip("torch is not installed", allow_module_level=True)
+    component_missing("VF_REQUIRE_TORCH", "torch is not installed", module_level=True)
 
 from verifiers.training import icepop_loss_torch
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ import pytest
 
 from tests.scripted_server import ScriptedServer
 from tests.serve.conftest import LOGIC, REF_PYTHON, Served, start_serve, token_reply
+from tests.tiers import component_missing
 from verifiers.envs import load_environment
 from verifiers.training.prime_rl.bridge import bridge_files, write_bridge
 from verifiers.training.prime_rl.spec import EnvEntry
@@ -54,9 +54,7 @@ def _reference_sdk() -> Path:
         reason = (
             f"the reference SDK venv {REF_PYTHON} (verifiers==0.1.12) is missing; scripts/setup.sh creates it"
         )
-        if os.environ.get("VF_REQUIRE_REFERENCE_SDK") == "1":
-            pytest.fail(f"VF_REQUIRE_REFERENCE_SDK=1 but {reason}")
-        pytest.skip(reason)
+        component_missing("VF_REQUIRE_REFERENCE_SDK", reason)
     return REF_PYTHON
 
 

@@ -23,6 +23,7 @@ from hub_server.app import create_app
 from hub_server.context import Hub
 from hub_server.settings import HubSettings
 from tests.hub.conftest import ROOT, serve_app
+from tests.tiers import component_missing
 
 CHROMIUM = Path(os.environ.get("VF_TEST_CHROMIUM", "/usr/bin/chromium"))
 SHOTS = ROOT / "test-artifacts" / "screenshots"
@@ -39,12 +40,6 @@ ARGS = [
 ]
 
 
-def _missing(reason: str) -> None:
-    if os.environ.get("VF_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"VF_REQUIRE_BROWSER=1 but {reason} (scripts/setup.sh installs both)")
-    pytest.skip(reason)
-
-
 # Package scope, not session: Playwright's sync API keeps an event loop running on the main thread while
 # it is open, and every later asyncio test of the session would fail with "cannot be called from a running
 # event loop". Closing it when this package's tests end gives the loop back.
@@ -53,9 +48,11 @@ def browser_context() -> Iterator[Any]:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _missing("playwright is not installed (pip install -e '.[dev]')")
+        component_missing("VF_REQUIRE_BROWSER", "playwright is not installed (scripts/setup.sh installs it)")
     if not CHROMIUM.exists():
-        _missing(f"{CHROMIUM} is missing (apt-get install chromium)")
+        component_missing(
+            "VF_REQUIRE_BROWSER", f"{CHROMIUM} is missing (apt-get install chromium, or scripts/setup.sh)"
+        )
     profile = tempfile.mkdtemp(prefix="vf-chromium-")
     with sync_playwright() as pw:
         context = pw.chromium.launch_persistent_context(

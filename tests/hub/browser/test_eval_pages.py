@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from tests.hub._helpers import VF_EVAL, free_port, run_python, serving
+from tests.hub._helpers import VF_EVAL, run_python, serving
 from tests.hub.browser.conftest import Site, save_docs_image, shot
 from tests.hub.test_e2e import make_project, vf_push
 from tests.scripted_server import Reply, ScriptedServer, tool_call
+from verifiers.clients.local_model import free_port
 
 pytestmark = pytest.mark.browser
 

@@ -18,9 +18,10 @@ from hub_server.app import create_app
 from hub_server.context import Hub
 from hub_server.settings import HubSettings
 from tests.hub._dists import Dist
-from tests.hub._helpers import BROKEN_SOURCE, free_port, smoke_backend
+from tests.hub._helpers import BROKEN_SOURCE, smoke_backend
 from tests.hub.browser.conftest import shot
 from tests.hub.conftest import serve_app
+from verifiers.clients.local_model import free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.sandbox]
 
