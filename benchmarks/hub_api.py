@@ -1,4 +1,4 @@
-"""JSON API under load: environment detail, search and resolve, on SQLite (1 worker) and PostgreSQL (4 workers).
+"""JSON API under load: environment detail, search and resolve, on SQLite (1 worker) and PostgreSQL (one worker per core).
 
     python benchmarks/hub_api.py [--seconds 20] [--connections 64,256] [--backends sqlite,postgres]
         [--mix hit|miss|auth|authmiss|all] [--check]
@@ -275,7 +275,12 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=20, help="wrk duration per run")
     parser.add_argument("--connections", default="64,256", help="comma-separated concurrency levels")
     parser.add_argument("--backends", default="sqlite,postgres", help="sqlite, postgres or both")
-    parser.add_argument("--pg-workers", type=int, default=4)
+    parser.add_argument(
+        "--pg-workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="hub workers on PostgreSQL (default: one per core; more only contend with wrk and PostgreSQL)",
+    )
     parser.add_argument("--baseline", type=Path, help="a checkout of the code to compare against")
     parser.add_argument(
         "--mix", default="all", help="comma-separated hit, miss, auth, authmiss (see above), or all"

@@ -5,6 +5,9 @@ Rules:
 - a principal may read private environments of its own namespace and of the organisations it belongs to;
 - it may publish (and yank, update) there with a ``publish`` token;
 - a presented but invalid, expired or revoked token is a 401 even where no token is needed;
+- the web session cookie holds a session id (``vfs_…``, one per sign-in, ``models.WebSession``), never an
+  API token: a session id is refused as a token and a token in the cookie signs nobody in; an ended,
+  expired or unknown session is simply signed out (the browser is sent to /login, not shown a 401);
 - a private environment the caller may not read is reported as *not found*, never as forbidden.
 """
 
@@ -21,11 +24,13 @@ from typing import Protocol
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from hub_server.models import ApiToken, Membership, User, utcnow
+from hub_server.models import ApiToken, Membership, User, WebSession, utcnow
 
 TOKEN_PREFIX = "vfh_"
 SCOPES = ("read", "publish", "admin")
 COOKIE_NAME = "vf_hub_token"
+#: What a web session id (the cookie's value) starts with; API tokens start with ``TOKEN_PREFIX``.
+SESSION_PREFIX = "vfs_"
 _RANK = {s: i for i, s in enumerate(SCOPES)}
 _TOUCH_EVERY = timedelta(minutes=5)
 
@@ -34,8 +39,20 @@ class AuthError(Exception):
     """401: missing or bad credentials."""
 
 
+class SessionEnded(AuthError):
+    """The web session cookie names no live session: logged out, expired, its token revoked, or unknown."""
+
+
 def new_token() -> str:
     return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def new_session_id() -> str:
+    return SESSION_PREFIX + secrets.token_urlsafe(32)
+
+
+def is_session_id(value: str) -> bool:
+    return value.startswith(SESSION_PREFIX)
 
 
 def hash_token(token: str) -> str:
@@ -50,7 +67,7 @@ def token_from_authorization(header: str | None) -> str | None:
     scheme, _, value = header.strip().partition(" ")
     scheme, value = scheme.lower(), value.strip()
     if scheme == "bearer" and value:
-        return value
+        return _not_a_session(value)
     if scheme == "basic" and value:
         try:
             decoded = base64.b64decode(value, validate=True).decode()
@@ -59,8 +76,17 @@ def token_from_authorization(header: str | None) -> str | None:
         _user, sep, password = decoded.partition(":")
         if not sep or not password:
             raise AuthError("Basic credentials must be <user>:<token> (e.g. __token__:<token>)")
-        return password
+        return _not_a_session(password)
     raise AuthError("unsupported Authorization scheme; use Bearer <token> or Basic __token__:<token>")
+
+
+def _not_a_session(token: str) -> str:
+    # A stolen cookie must not work as an API token (and downstream a ``vfs_`` value means the cookie).
+    if is_session_id(token):
+        raise AuthError(
+            "that is a web session id, not an API token; create a token with `vf-hub token create`"
+        )
+    return token
 
 
 @dataclass(frozen=True)
@@ -121,13 +147,20 @@ class TokenCheck:
 def check_token(session: Session, token: str) -> TokenCheck:
     """``AuthError`` if ``token`` is unknown, expired or revoked."""
     row = session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(token)))
-    now = datetime.now(UTC)
     if row is None:
         raise AuthError("invalid token")
+    _refuse_dead(row)
+    return _token_check(session, row, row.expires_at)
+
+
+def _refuse_dead(row: ApiToken) -> None:
     if row.revoked_at is not None:
         raise AuthError("this token was revoked; create a new one with `vf-hub token create`")
-    if row.expires_at is not None and row.expires_at <= now:
+    if row.expires_at is not None and row.expires_at <= datetime.now(UTC):
         raise AuthError("this token has expired; create a new one with `vf-hub token create`")
+
+
+def _token_check(session: Session, row: ApiToken, expires_at: datetime | None) -> TokenCheck:
     principal = Principal(
         user_id=row.user_id,
         username=row.user.username,
@@ -136,11 +169,40 @@ def check_token(session: Session, token: str) -> TokenCheck:
         token_id=row.id,
         owner_ids=owner_ids_of(session, row.user),
     )
-    return TokenCheck(principal, row.last_used_at, row.expires_at)
+    return TokenCheck(principal, row.last_used_at, expires_at)
+
+
+def check_session(session: Session, session_id: str) -> TokenCheck:
+    """The principal of the API token a live web session signed in with; ``SessionEnded`` otherwise.
+
+    The check expires with the session or its token, whichever comes first (``PrincipalCache`` checks it).
+    """
+    row = (
+        session.scalar(select(WebSession).where(WebSession.secret_hash == hash_token(session_id)))
+        if is_session_id(session_id)
+        else None
+    )
+    if row is None or row.ended_at is not None or row.expires_at <= datetime.now(UTC):
+        raise SessionEnded("this web session has ended; log in again")
+    try:
+        _refuse_dead(row.token)
+    except AuthError as exc:
+        raise SessionEnded(f"{exc}; log in again") from None
+    limit = row.token.expires_at
+    return _token_check(session, row.token, row.expires_at if limit is None else min(limit, row.expires_at))
+
+
+def check_credential(session: Session, credential: str) -> TokenCheck:
+    """``check_session`` for a session id (``deps.request_token`` takes those from the cookie only),
+    else ``check_token``."""
+    return (
+        check_session(session, credential) if is_session_id(credential) else check_token(session, credential)
+    )
 
 
 def authenticate(session: Session, token: str) -> tuple[Principal, datetime | None]:
-    """The principal behind ``token`` and when it was last used; ``AuthError`` if unknown, expired or revoked."""
+    """The principal behind API token ``token`` and when it was last used; ``AuthError`` if unknown,
+    expired or revoked (a session id is unknown here: the login form takes API tokens only)."""
     check = check_token(session, token)
     return check.principal, check.last_used_at
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fastapi.concurrency import run_in_threadpool
-from sqlalchemy import select, update
+from sqlalchemy import Connection, or_, select, update
 from sqlalchemy.orm import Session
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -36,10 +36,15 @@ class Generations:
     catalogue: int
 
 
-def read_generations(session: Session) -> Generations:
-    rows = session.execute(
-        select(HubState.key, HubState.value).where(HubState.key.in_((INDEX_GENERATION, CATALOGUE_GENERATION)))
-    )
+# Built once: building a select costs about what running it costs, and a statement object seen the
+# first time has its result columns matched to the compiled cache's again (see ``views``).
+_GENERATIONS = select(HubState.key, HubState.value).where(
+    or_(HubState.key == INDEX_GENERATION, HubState.key == CATALOGUE_GENERATION)
+)
+
+
+def read_generations(session: Session | Connection) -> Generations:
+    rows = session.execute(_GENERATIONS)
     values: dict[str, int] = {key: value for key, value in rows}
     return Generations(values.get(INDEX_GENERATION, 0), values.get(CATALOGUE_GENERATION, 0))
 
@@ -64,8 +69,8 @@ class ChangeCounter:
     @classmethod
     def of(cls, db: Database) -> ChangeCounter:
         def read() -> Generations:
-            with db.read() as session:
-                return read_generations(session)
+            with db.hot(snapshot=False) as conn:  # one statement: no transaction needed
+                return read_generations(conn)
 
         return cls(read)
 

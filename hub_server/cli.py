@@ -1,12 +1,19 @@
-"""``vf-hub``: run and administer the Environments Hub.
+"""The server side of ``vf-hub``: run and administer the Environments Hub (``python -m hub_server.cli``).
 
-Admin commands (user, org, token, db, gc) work on the database directly, with the same ``VF_HUB_*``
-settings as the server; ``login`` is the client side and talks to a running hub over HTTP.
+``vf-hub`` itself is the SDK's command (``verifiers.cli.hub``: the client verbs login, whoami, search, …);
+it hands ``serve``, ``db``, ``user``, ``org``, ``token``, ``name`` and ``gc`` over to this module once the ``hub`` extra
+is known to be installed. Admin commands work on the database directly, with the same ``VF_HUB_*``
+settings as the server, and bring a database that was never migrated to the current schema first, as
+``serve`` does (unless ``VF_HUB_AUTO_MIGRATE=0``: then they say which command to run).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import signal
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -15,19 +22,40 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from hub_server.usage import run_app
+
 if TYPE_CHECKING:  # the CLI imports the server lazily, so `vf-hub --help` stays fast
     from hub_server.context import Hub
     from hub_server.settings import HubSettings
 
-app = typer.Typer(help="The verifiers Environments Hub server and its admin tasks.", no_args_is_help=True)
-db_app = typer.Typer(help="Database migrations (Alembic).", no_args_is_help=True)
-user_app = typer.Typer(help="Users.", no_args_is_help=True)
-org_app = typer.Typer(help="Organisations (shared namespaces).", no_args_is_help=True)
-token_app = typer.Typer(help="API tokens.", no_args_is_help=True)
+PROG = "vf-hub"
+#: The hub's default port, the one ``verifiers.hub.client.DEFAULT_URL`` points at (kept equal by a test).
+DEFAULT_PORT = 8080
+
+
+def _typer(help: str) -> typer.Typer:
+    """A command group with the same plain help and -h as the SDK's vf-* commands (vf-hub's client verbs)."""
+    return typer.Typer(
+        help=help,
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+
+
+app = _typer("The verifiers Environments Hub server and its admin tasks.")
+db_app = _typer("Database migrations (Alembic).")
+user_app = _typer("Users.")
+org_app = _typer("Organisations (shared namespaces).")
+token_app = _typer("API tokens.")
+name_app = _typer("Distribution names the upstream index serves that an owner may still publish first.")
 app.add_typer(db_app, name="db")
 app.add_typer(user_app, name="user")
 app.add_typer(org_app, name="org")
 app.add_typer(token_app, name="token")
+app.add_typer(name_app, name="name")
 
 DbUrl = Annotated[
     str | None,
@@ -50,13 +78,55 @@ def _settings(database_url: str | None = None, data_dir: Path | None = None) -> 
 
 
 def _hub(database_url: str | None, data_dir: Path | None) -> Hub:
+    """The hub of these settings for an admin command, its database brought to the current schema."""
     from hub_server.context import Hub
 
-    return Hub.from_settings(_settings(database_url, data_dir))
+    settings = _settings(database_url, data_dir)
+    _ensure_schema(settings)
+    return Hub.from_settings(settings)
+
+
+def _ensure_schema(settings: HubSettings) -> None:
+    """Migrate a database ``serve`` never opened (or an older one), as ``serve`` would; with
+    ``VF_HUB_AUTO_MIGRATE=0``, fail with the command that does it instead."""
+    from alembic.script import ScriptDirectory
+    from sqlalchemy import make_url
+
+    from hub_server import migrate
+    from hub_server.db import Database, is_sqlite
+
+    url = settings.resolved_database_url
+    sqlite_file = make_url(url).database if is_sqlite(url) else None
+    if sqlite_file and sqlite_file != ":memory:" and not Path(sqlite_file).exists():
+        current = None  # never created: asking would leave an empty file behind
+    else:
+        db = Database(url)
+        try:
+            current = migrate.current_revision(db)
+        finally:
+            db.dispose()
+    scripts = ScriptDirectory.from_config(migrate.alembic_config(url))
+    head = scripts.get_current_head()
+    if current == head:
+        return
+    where = _redact(url)
+    if current is not None and current not in {s.revision for s in scripts.walk_revisions()}:
+        raise _fail(
+            f"the hub database at {where} is at revision {current}, which this vf-hub does not know "
+            "(a newer verifiers-sdk migrated it): upgrade verifiers-sdk"
+        )
+    if not settings.auto_migrate:
+        raise _fail(
+            f"the hub database at {where} is at revision {current or 'none (never migrated)'}, this vf-hub "
+            f"needs {head}: run `{PROG} db upgrade` with the same --data-dir/--database-url first"
+        )
+    migrate.upgrade(url)
+    state = "a new database" if current is None else f"the database (was at {current})"
+    typer.echo(f"migrated {state} at {where} to {head}", err=True)
 
 
 def _fail(message: str) -> typer.Exit:
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    print(f"{PROG}: error: {message}", file=sys.stderr, flush=True)  # one line, as every vf-* error
     return typer.Exit(1)
 
 
@@ -74,7 +144,9 @@ def _refusals() -> Iterator[None]:
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(envvar="VF_HUB_HOST")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(envvar="VF_HUB_PORT")] = 8000,
+    port: Annotated[
+        int, typer.Option(envvar="VF_HUB_PORT", help="Port (8080: model servers take 8000).")
+    ] = DEFAULT_PORT,
     database_url: DbUrl = None,
     data_dir: DataDir = None,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
@@ -91,6 +163,14 @@ def serve(
             "eval run into a fresh database (a new temporary data dir unless --data-dir is given).",
         ),
     ] = False,
+    trusted_proxy: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--trusted-proxy",
+            help="Address of a reverse proxy whose X-Forwarded-For/-Proto to believe (repeatable; "
+            "VF_HUB_TRUSTED_PROXIES, comma-separated). Default: none, not even loopback.",
+        ),
+    ] = None,
 ) -> None:
     """Serve the API, the simple index and the web UI (SQLite under the data dir unless told otherwise)."""
     import uvicorn
@@ -104,53 +184,87 @@ def serve(
     if data_dir:
         os.environ["VF_HUB_DATA_DIR"] = str(data_dir)
     os.environ["VF_HUB_WORKERS"] = str(workers)  # each worker sizes its pool by the number of workers
+    if trusted_proxy:
+        os.environ["VF_HUB_TRUSTED_PROXIES"] = ",".join(trusted_proxy)
     # Smoke checks fetch requirements beyond the SDK from this hub's own index (vf-smoke, run by hub_server.services.smoke).
     local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     os.environ.setdefault("VF_HUB_SMOKE_INDEX_URL", f"http://{local}:{port}/simple/")
-    settings = _settings()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    scratch: Path | None = None  # the demo's own temporary data dir, removed on the way out
     if demo and not (data_dir or database_url or os.environ.get("VF_HUB_DATA_DIR")):
         import tempfile
 
-        os.environ["VF_HUB_DATA_DIR"] = tempfile.mkdtemp(prefix="vf-hub-demo-")
-        settings = _settings()
-    if (migrate_db and settings.auto_migrate) or demo:
-        migrate.upgrade(settings.resolved_database_url)
-    demo_hub = _seed_demo(settings) if demo else None
-    try:  # the workers check it too; here it is one clear error instead of one per worker
-        pool = plan_pool(
-            settings.resolved_database_url,
-            workers=workers,
-            pool_size=settings.db_pool_size,
-            reserved=settings.db_reserved_connections,
+        scratch = Path(tempfile.mkdtemp(prefix="vf-hub-demo-"))
+        os.environ["VF_HUB_DATA_DIR"] = str(scratch)
+    settings = _settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    demo_hub: Hub | None = None
+    # For the demo, SIGINT and SIGTERM end the process through SystemExit(128 + signal), so its clean-up
+    # below runs, while seeding too (uvicorn handles them while it serves, then raises them again once
+    # it has shut down).
+    previous = {sig: signal.signal(sig, _exit_on_signal) for sig in _STOP_SIGNALS} if demo else {}
+    try:
+        if (migrate_db and settings.auto_migrate) or demo:
+            migrate.upgrade(settings.resolved_database_url)
+        if demo:
+            demo_hub = _seed_demo(settings)
+        try:  # the workers check it too; here it is one clear error instead of one per worker
+            pool = plan_pool(
+                settings.resolved_database_url,
+                workers=workers,
+                pool_size=settings.db_pool_size,
+                reserved=settings.db_reserved_connections,
+            )
+        except PoolSizeError as exc:
+            raise _fail(str(exc)) from None
+        typer.echo(
+            f"hub data: {settings.data_dir}  database: {_redact(settings.resolved_database_url)}  "
+            f"workers: {workers} × {pool} connections"
         )
-    except PoolSizeError as exc:
-        raise _fail(str(exc)) from None
-    typer.echo(
-        f"hub data: {settings.data_dir}  database: {_redact(settings.resolved_database_url)}  "
-        f"workers: {workers} × {pool} connections"
-    )
-    uvicorn.run(
-        "hub_server.app:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        access_log=access_log,
-        log_level=log_level,
-        proxy_headers=True,
-    )
-    if demo_hub is not None and demo_hub.smoke is not None:
-        demo_hub.smoke.shutdown()  # smoke checks of the demo's publishes still queued
+        uvicorn.run(
+            "hub_server.app:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            access_log=access_log,
+            log_level=log_level,
+            **settings.uvicorn_proxy_options(),  # type: ignore[arg-type]
+        )
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    finally:
+        if demo_hub is not None and demo_hub.smoke is not None:
+            # the demo's publishes queued smoke checks: drop those, and stop a running one when its data goes
+            demo_hub.smoke.shutdown(stop_running=scratch is not None)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+            typer.echo(f"demo: removed its data dir {scratch}", err=True)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _seed_demo(settings: HubSettings) -> Hub:
     from hub_server.context import Hub
     from hub_server.demo import seed_demo
 
+    def progress(line: str) -> None:
+        typer.echo(f"demo: {line}", err=True)
+
     hub = Hub.from_settings(settings)
-    report = seed_demo(hub)
-    typer.echo(f"demo: published {len(report.published)} environments: {', '.join(report.published)}")
+    started = time.monotonic()
+    typer.echo("demo: publishing the bundled environments as verifiers/<name> (a minute or more) …", err=True)
+    report = seed_demo(hub, progress=progress)
+    typer.echo(
+        f"demo: published {len(report.published)} environments in {time.monotonic() - started:.0f} s: "
+        f"{', '.join(report.published)}"
+    )
     for run in report.runs:
         typer.echo(f"demo: sample eval run {run}")
     for skipped in report.skipped:
@@ -176,11 +290,15 @@ def db_upgrade(database_url: DbUrl = None, data_dir: DataDir = None, revision: s
 
 @db_app.command("current")
 def db_current(database_url: DbUrl = None, data_dir: DataDir = None) -> None:
-    """Print the database's migration revision."""
+    """Print the database's migration revision (none: never migrated)."""
     from hub_server import migrate
+    from hub_server.db import Database
 
-    hub = _hub(database_url, data_dir)
-    typer.echo(migrate.current_revision(hub.db) or "none")
+    db = Database(_settings(database_url, data_dir).resolved_database_url)
+    try:
+        typer.echo(migrate.current_revision(db) or "none")
+    finally:
+        db.dispose()
 
 
 @user_app.command("create")
@@ -289,32 +407,39 @@ def token_list(username: str, database_url: DbUrl = None, data_dir: DataDir = No
             typer.echo(f"{t.id}\t{t.prefix}…\t{','.join(t.scopes)}\t{state}\t{t.name}")
 
 
-@app.command()
-def login(
-    url: Annotated[
-        str, typer.Option(envvar="VF_HUB_URL", prompt="Hub URL", help="e.g. http://127.0.0.1:8000")
-    ],
-    token: Annotated[str, typer.Option(envvar="VF_HUB_TOKEN", prompt=True, hide_input=True)],
+@name_app.command("allow")
+def name_allow(
+    name: str,
+    owner: Annotated[str, typer.Option("--owner", help="The user or organisation that may publish it.")],
+    database_url: DbUrl = None,
+    data_dir: DataDir = None,
 ) -> None:
-    """Check TOKEN against the hub at URL and store both for vf-push / vf-install (file mode 0600)."""
-    import httpx
+    """Let OWNER publish NAME although the upstream index serves a project of that name (publishing it
+    then shadows the upstream project for everyone installing through this hub)."""
+    from hub_server.services.names import allow_name
 
-    from verifiers.hub.wire import HubClientError, WhoAmI, clean_url, problem_detail, save_config
+    with _refusals():
+        canonical = allow_name(_hub(database_url, data_dir), name, owner)
+    typer.echo(f"{owner} may now publish {canonical} (it shadows the upstream project of that name)")
 
-    try:
-        base = clean_url(url)
-        response = httpx.get(
-            f"{base}/api/v1/whoami", headers={"Authorization": f"Bearer {token}"}, timeout=30
-        )
-    except HubClientError as exc:
-        raise _fail(str(exc)) from None
-    except httpx.HTTPError as exc:
-        raise _fail(f"cannot reach the hub at {base}: {exc}") from None
-    if not response.is_success:
-        raise _fail(f"GET /api/v1/whoami: HTTP {response.status_code}: {problem_detail(response.text)}")
-    me = WhoAmI.model_validate(response.json())
-    path = save_config(url, token)
-    typer.echo(f"logged in to {url} as {me.username} (scopes {','.join(me.scopes)}); saved to {path}")
+
+@name_app.command("revoke")
+def name_revoke(name: str, database_url: DbUrl = None, data_dir: DataDir = None) -> None:
+    """Withdraw an allowance (versions already published stay)."""
+    from hub_server.services.names import revoke_name
+
+    if not revoke_name(_hub(database_url, data_dir), name):
+        raise _fail(f"no allowance for {name!r}")
+    typer.echo(f"withdrew the allowance for {name}")
+
+
+@name_app.command("list")
+def name_list(database_url: DbUrl = None, data_dir: DataDir = None) -> None:
+    """The allowances: NAME and the owner that may publish it."""
+    from hub_server.services.names import allowed_names
+
+    for name, owner in allowed_names(_hub(database_url, data_dir)):
+        typer.echo(f"{name}\t{owner}")
 
 
 @app.command()
@@ -330,8 +455,8 @@ def gc(
     typer.echo(f"removed {len(removed)} unreferenced blob(s)")
 
 
-def main() -> None:
-    app()
+def main(args: list[str] | None = None) -> None:
+    run_app(app, PROG, args)
 
 
 if __name__ == "__main__":

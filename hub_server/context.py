@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from sqlalchemy import update
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
 
-from hub_server.auth import AuthError, Principal, authenticate, needs_touch
+from hub_server.auth import (
+    AuthError,
+    Principal,
+    TokenCheck,
+    check_credential,
+    check_session,
+    check_token,
+    needs_touch,
+)
 from hub_server.blobs import BlobStore, LocalBlobStore
 from hub_server.db import Database
 from hub_server.models import ApiToken, utcnow
@@ -62,11 +72,23 @@ class Hub:
         return Limits(s.max_file_size, s.max_unpacked_size, s.max_archive_members, s.max_readme_size)
 
     def principal(self, token: str) -> Principal:
-        """Authenticate a raw token (blocking). Raises ``AuthError``."""
+        """Authenticate a raw API token (blocking). Raises ``AuthError``."""
+        return self._checked(check_token, token)
+
+    def caller(self, credential: str) -> Principal:
+        """Authenticate what ``deps.request_token`` found: an API token, or the cookie's web session id
+        (blocking). Raises ``AuthError`` (``SessionEnded`` for a session that is no longer live)."""
+        return self._checked(check_credential, credential)
+
+    def web_principal(self, session_id: str) -> Principal:
+        """The principal of a live web session (blocking; for the cookie only). Raises ``SessionEnded``."""
+        return self._checked(check_session, session_id)
+
+    def _checked(self, check: Callable[[Session, str], TokenCheck], credential: str) -> Principal:
         with self.db.read() as session:
-            principal, last_used = authenticate(session, token)
-        self.touch(principal, last_used)
-        return principal
+            result = check(session, credential)
+        self.touch(result.principal, result.last_used_at)  # after the session: one connection at a time
+        return result.principal
 
     def touch(self, principal: Principal, last_used: datetime | None) -> None:
         """Record the token's use if the stored time is stale (blocking; call with no session open,

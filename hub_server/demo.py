@@ -1,7 +1,8 @@
 """``vf-hub serve --demo``: a fresh hub with real content on the first visit.
 
-Publishes every bundled environment (``environments/*`` of the source tree, built with ``python -m build``
-as ``vf-push`` builds them) under the namespace ``verifiers`` (``BUNDLED_NAMESPACE`` of
+Publishes the bundled environments (``BUNDLED``: the six packages under ``environments/`` of the source
+tree that ship with the SDK — never whatever else lies there, such as a scratch ``vf-init`` project —
+built with ``python -m build`` as ``vf-push`` builds them) under the namespace ``verifiers`` (``BUNDLED_NAMESPACE`` of
 ``verifiers.hub.resolve``: ``vf-install math-env`` resolves there), then the sample eval runs checked in
 under ``hub_server/demo/`` — real runs of ``vf-eval`` against the bundled local model, kept in the
 upload's wire form (``hub_server/demo/README.md`` says how they were made) — through the same services an
@@ -15,11 +16,14 @@ import logging
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hub_server.context import Hub
 from hub_server.services import HubError, create_token, create_user
+from hub_server.services.names import allow_name
 from hub_server.services.publishing import Upload, publish
 from hub_server.services.runs import add_rollouts, create_run, finalize_run
 from verifiers.hub import wire
@@ -31,6 +35,9 @@ NAMESPACE = "verifiers"
 HERE = Path(__file__).parent
 #: Sample eval runs (each a run directory: metadata.json + results.jsonl).
 RUNS_DIR = HERE / "demo"
+#: The environments that ship with the SDK, by project directory under ``environments/`` (a test keeps
+#: this equal to the tracked ones).
+BUNDLED = ("code_env", "deep_research_env", "logic_env", "math_env", "science_env", "swe_env")
 
 
 def source_environments() -> Path | None:
@@ -76,9 +83,23 @@ def _push_run(hub: Hub, token: str, run_dir: Path) -> str:
     return f"{NAMESPACE}/{env_id} · {body.model} ({final.rollout_count} rollouts)"
 
 
-def seed_demo(hub: Hub, environments: Path | None = None, runs: Path = RUNS_DIR) -> DemoReport:
+def bundled_projects(environments: Path | None = None) -> list[Path]:
+    """The bundled environment projects found under ``environments`` (default: the source tree's)."""
+    root = environments or source_environments()
+    if root is None:
+        return []
+    return [root / name for name in BUNDLED if (root / name / "pyproject.toml").is_file()]
+
+
+def seed_demo(
+    hub: Hub,
+    environments: Path | None = None,
+    runs: Path = RUNS_DIR,
+    *,
+    progress: Callable[[str], None] = lambda line: None,
+) -> DemoReport:
     """Publish the bundled environments and the sample runs into ``hub`` (a fresh one: existing
-    versions are skipped, never replaced)."""
+    versions are skipped, never replaced), saying what it does through ``progress`` (one line a step)."""
     report = DemoReport()
     try:
         create_user(hub, NAMESPACE)
@@ -87,13 +108,12 @@ def seed_demo(hub: Hub, environments: Path | None = None, runs: Path = RUNS_DIR)
             raise
     token = create_token(hub, NAMESPACE, scopes=["publish"])[0]
     principal = hub.principal(token)
-    environments = environments or source_environments()
-    projects = (
-        sorted(p for p in environments.iterdir() if (p / "pyproject.toml").is_file()) if environments else []
-    )
+    projects = bundled_projects(environments)
     if not projects:
-        report.skipped.append("environments: no environments/ source tree next to hub_server")
-    for project in projects:
+        report.skipped.append("environments: no bundled environments in a source tree next to hub_server")
+    for i, project in enumerate(projects, start=1):
+        started = time.monotonic()
+        progress(f"building {project.name} ({i}/{len(projects)}) …")
         with tempfile.TemporaryDirectory(prefix="vf-demo-build-") as tmp:
             try:
                 wheel, sdist = _build(project, Path(tmp))
@@ -102,15 +122,17 @@ def seed_demo(hub: Hub, environments: Path | None = None, runs: Path = RUNS_DIR)
                 continue
             name = wheel.name.split("-")[0].replace("_", "-")
             try:
-                publish(
+                allow_name(hub, name, NAMESPACE)  # the project's own environments, whatever the upstream has
+                ver = publish(
                     hub, principal, NAMESPACE, name,
                     Upload(wheel.name, wheel.read_bytes()), Upload(sdist.name, sdist.read_bytes()),
                     visibility="public",
-                )  # fmt: skip
+                )[1]  # fmt: skip
             except HubError as exc:
                 report.skipped.append(f"{name}: {exc.detail}")
                 continue
             report.published.append(f"{NAMESPACE}/{name}")
+            progress(f"published {NAMESPACE}/{name} {ver.version} ({time.monotonic() - started:.0f} s)")
     for run_dir in sorted(p for p in runs.iterdir() if (p / "run.json").is_file()) if runs.is_dir() else []:
         try:
             report.runs.append(_push_run(hub, token, run_dir))

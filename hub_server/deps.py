@@ -16,8 +16,10 @@ from hub_server.auth import (
     COOKIE_NAME,
     AuthError,
     Principal,
+    SessionEnded,
     TokenCheck,
-    check_token,
+    check_credential,
+    is_session_id,
     token_from_authorization,
 )
 from hub_server.context import Hub
@@ -39,20 +41,29 @@ async def get_hub(request: Request) -> Hub:
 
 
 def request_token(request: Request) -> str | None:
-    """Header credentials everywhere; the web session cookie only on safe methods (no CSRF surface)."""
+    """Header credentials everywhere; the web session cookie only on safe methods (no CSRF surface).
+
+    The result is an API token or, only when it came from the cookie, a web session id (``vfs_``):
+    a session id in a header is refused here, and a cookie holding anything else (an API token, as
+    cookies did before web sessions) is ignored, so the two kinds of credential never stand in for
+    each other downstream (``auth.check_credential`` tells them apart by the prefix)."""
     try:
         token = token_from_authorization(request.headers.get("authorization"))
     except AuthError as exc:  # malformed credentials are a 401 like any bad token, never a 500
         raise HubError(401, str(exc)) from None
     if token is None and request.method in SAFE_METHODS:
-        token = request.cookies.get(COOKIE_NAME) or None
+        cookie = request.cookies.get(COOKIE_NAME) or ""
+        token = cookie if is_session_id(cookie) else None
     return token
 
 
 def principal_for(hub: Hub, token: str | None) -> Principal | None:
-    """The caller with credentials ``token`` (None for none); blocking; a bad token is a 401."""
+    """The caller with credentials ``token`` (None for none, or for a web session that has ended: the
+    browser is signed out); blocking; a bad token is a 401."""
     try:
-        return hub.principal(token) if token else None
+        return hub.caller(token) if token else None
+    except SessionEnded:
+        return None
     except AuthError as exc:
         raise HubError(401, str(exc)) from None
 
@@ -64,7 +75,9 @@ def check_in(session: Session, token: str | None) -> TokenCheck | None:
     if not token:
         return None
     try:
-        return check_token(session, token)
+        return check_credential(session, token)
+    except SessionEnded:
+        return None
     except AuthError as exc:
         raise HubError(401, str(exc)) from None
 

@@ -18,16 +18,11 @@ _MAX_BARS = 30
 
 
 def best_by_model(entries: Sequence[wire.LeaderboardEntry]) -> list[wire.LeaderboardEntry]:
-    """Each model's highest-scoring entry (unscored ones last), best model first."""
+    """Each model's first entry in the leaderboard's own order (its best-ranked one), in that order."""
     best: dict[str, wire.LeaderboardEntry] = {}
     for e in entries:
-        if e.avg_reward is None:
-            best.setdefault(e.model, e)
-            continue
-        held = best.get(e.model)
-        if held is None or held.avg_reward is None or e.avg_reward > held.avg_reward:
-            best[e.model] = e
-    return sorted(best.values(), key=lambda e: (e.avg_reward is None, -(e.avg_reward or 0.0), e.model))
+        best.setdefault(e.model, e)
+    return list(best.values())
 
 
 def _short(text: str, limit: int = 30) -> str:

@@ -29,6 +29,7 @@ from hub_server.routers.web import (
     RolloutFilters,
     eval_page_context,
     rollout_filters,
+    rollout_nav,
 )
 from hub_server.services.errors import HubError
 from verifiers.hub import wire
@@ -167,6 +168,17 @@ def create_local_app(source: RunSource) -> FastAPI:
         if found is None:
             raise HubError(404, f"rollout {example_id}/{rollout_index} is not in {run.label} (yet)")
         stored = wire.StoredRollout.model_validate(found.model_dump(mode="json"))
-        return render(request, "rollout.html", run=run_info(run), r=stored, base="", local_view=run.label)
+        keys = sorted((r.example_id, r.rollout_index) for r in run.rollouts)
+        at = keys.index((example_id, rollout_index))
+        nav = rollout_nav(
+            "",
+            keys[at - 1] if at > 0 else None,
+            keys[at + 1] if at + 1 < len(keys) else None,
+            at + 1,
+            len(keys),
+        )
+        return render(
+            request, "rollout.html", run=run_info(run), r=stored, base="", local_view=run.label, nav=nav
+        )
 
     return app

@@ -18,6 +18,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, backref, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
@@ -114,6 +115,21 @@ class ApiToken(Base):
     user: Mapped[User] = relationship(lazy="joined")
 
 
+class WebSession(Base):
+    """One browser sign-in (``services.web_sessions``): the cookie holds a random session id, never the
+    API token it signed in with; only the id's sha256 is stored, as for tokens. It ends at logout, when
+    the token is revoked or expires, and at ``expires_at`` (no later than the token's expiry)."""
+
+    __tablename__ = "web_sessions"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    secret_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    token_id: Mapped[int] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    token: Mapped[ApiToken] = relationship(lazy="joined")
+
+
 class Environment(Base):
     """``owner/name``; ``name`` is the PEP 503 normalised distribution name, unique across all owners."""
 
@@ -174,6 +190,9 @@ class Version(Base):
     dependencies: Mapped[list[str]] = mapped_column(JSON)
     readme: Mapped[str] = mapped_column(Text, default="")
     readme_content_type: Mapped[str] = mapped_column(String(100), default="text/markdown")
+    # The README as sanitised HTML, rendered once at publish in a limited child (``hub_server.readme``);
+    # None for versions published before that (rendered on first view, then stored).
+    readme_html: Mapped[str | None] = mapped_column(Text, deferred=True)
     content_hash: Mapped[str] = mapped_column(String(64))
     sdist_files: Mapped[list[dict[str, Any]]] = mapped_column(JSON)  # [{"path", "size"}]
     yanked: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -248,6 +267,9 @@ class EvalRun(Base):
     status: Mapped[str] = mapped_column(String(16), default="uploading")  # "uploading" | "complete"
     num_examples: Mapped[int] = mapped_column(Integer)
     rollouts_per_example: Mapped[int] = mapped_column(Integer)
+    #: The examples are a shuffled selection (vf-eval --shuffle): their ids are dataset positions, any of
+    #: them, at most ``num_examples`` distinct; otherwise they are 0 .. num_examples - 1.
+    shuffled: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     uploader_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
@@ -316,3 +338,13 @@ class SmokeCheck(Base):
     version: Mapped[Version] = relationship(
         backref=backref("smoke_check", uselist=False, passive_deletes=True)
     )
+
+
+class NameGrant(Base):
+    """A distribution name the upstream index serves that an admin allowed one owner to publish first
+    (``hub_server.services.names``; ``vf-hub name allow``). ``name`` is PEP 503 normalised."""
+
+    __tablename__ = "name_grants"
+    name: Mapped[str] = mapped_column(String(200), primary_key=True)
+    owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id", ondelete="CASCADE"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -1,11 +1,13 @@
 """Valid tokens' principals, remembered for one catalogue generation (``changes.ChangeCounter``).
 
 An authenticated hot read (``api_reads``) would otherwise spend two of its queries on the token and the
-user's memberships. Everything that changes who a token is (a revocation, a new membership) bumps the
-catalogue generation in its own transaction, and every request reads the counter after it arrived, so a
-revoked token is refused by every worker from the next request on. Expiry is checked against the clock
-on each use. Only valid tokens are kept (keyed by their hash, like the database): an invalid one takes
-the full lookup each time, as before. Used from the event loop only, so it needs no lock.
+user's memberships. Everything that changes who a token is (a revocation, a new membership) or ends a
+web session (a logout; ``services.web_sessions``) bumps the catalogue generation in its own transaction,
+and every request reads the counter after it arrived, so a revoked token is refused, and a logged-out
+session cookie signed out, by every worker from the next request on. Expiry (a session's: the earlier of
+its own and its token's) is checked against the clock on each use. A web session's check is kept under
+the hash of its id, as a token's under the hash of the token. Only valid credentials are kept (keyed by
+their hash, like the database): an invalid one takes the full lookup each time, as before. Used from the event loop only, so it needs no lock.
 
 ``answers`` holds the hot reads' 200s made for signed-in callers under the same generation, keyed by
 what the caller may read (``lookups.visibility_key``: everything for an admin token, else the public

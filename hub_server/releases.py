@@ -17,7 +17,11 @@ def sorted_versions(env: HasVersions[V]) -> list[V]:
 
 def latest_version(env: HasVersions[V]) -> V | None:
     """The newest final release that is not yanked; failing that a pre-release, failing that anything."""
-    versions = sorted_versions(env)
+    return latest_among(sorted_versions(env))
+
+
+def latest_among(versions: list[V]) -> V | None:
+    """``latest_version`` of versions already sorted newest first (``sorted_versions``)."""
     live = [v for v in versions if not v.yanked]
     finals = [v for v in live if not Version(v.version).is_prerelease]
     best = finals or live or versions

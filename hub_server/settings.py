@@ -48,6 +48,11 @@ class HubSettings(BaseSettings):
         "existing configurations still load.",
     )
     cookie_secure: bool = Field(default=False, description="Mark the web session cookie Secure (HTTPS).")
+    open_signup: bool = Field(
+        default=False,
+        description="Let anyone create a user and its first (publish) token on the web login page; off by "
+        "default: then an admin creates users (`vf-hub user create`).",
+    )
     auto_migrate: bool = Field(default=True, description="Apply migrations when `vf-hub serve` starts.")
     workers: int = Field(
         default=1,
@@ -94,11 +99,36 @@ class HubSettings(BaseSettings):
     smoke_timeout_seconds: float = Field(
         default=300.0, gt=0, description="Wall-clock budget of one smoke check (install + load + rollout)."
     )
+    smoke_max_dependency_mb: int = Field(
+        default=256,
+        ge=1,
+        description="Most MB of requirement wheels beyond the SDK one smoke check downloads (then it fails).",
+    )
     smoke_index_url: str | None = Field(
         default=None,
         description="The hub's own simple index, where a check gets requirements beyond the SDK (wheels, "
         "on the host). Default: base_url + /simple/; `vf-hub serve` sets it to its own address.",
     )
+
+    trusted_proxies: str = Field(
+        default="",
+        description="Comma-separated addresses of the reverse proxies whose X-Forwarded-For and "
+        "X-Forwarded-Proto the hub believes (download counts go by client address). Empty: none, the "
+        "peer's own address is the client's, whatever headers it sends (also from loopback).",
+    )
+
+    @property
+    def trusted_proxy_list(self) -> list[str]:
+        return [p.strip() for p in self.trusted_proxies.split(",") if p.strip()]
+
+    def uvicorn_proxy_options(self) -> dict[str, object]:
+        """uvicorn's proxy options for these settings: forwarded headers only from the configured proxies
+        (uvicorn's own default believes them from 127.0.0.1, so any local process could pose as any
+        number of clients)."""
+        proxies = self.trusted_proxy_list
+        if not proxies:
+            return {"proxy_headers": False}
+        return {"proxy_headers": True, "forwarded_allow_ips": ",".join(proxies)}
 
     @property
     def resolved_smoke_index_url(self) -> str | None:

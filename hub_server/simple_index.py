@@ -32,6 +32,9 @@ _SUPPORTED = (JSON_V1, HTML_V1, TEXT_HTML)
 _FORMATS = {"json": JSON_V1, "html": HTML_V1}
 _MAX_NEGATIVE = 10_000
 _COOKIE_MARK = f"{COOKIE_NAME}=".encode()
+#: Index pages are data for installers, never a document to run: a browser that opens one gets no script,
+#: no plugin, no frame and no form (``sandbox``), whatever a relayed link says.
+CSP = "default-src 'none'; sandbox; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 # The Content-Type header the routes send for each media type (Starlette adds the charset to text/*).
 _CONTENT_TYPE = {m: (f"{m}; charset=utf-8" if m.startswith("text/") else m).encode() for m in _SUPPORTED}
 
@@ -359,6 +362,8 @@ class FastPath:
                             (b"content-length", str(len(content)).encode()),
                             (b"vary", b"Accept, Authorization"),
                             (b"cache-control", b"public, no-cache"),
+                            (b"content-security-policy", CSP.encode()),
+                            (b"x-content-type-options", b"nosniff"),
                         ],
                     }
                 )

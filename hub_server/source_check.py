@@ -7,11 +7,8 @@ all of that out of the hub. Nothing is imported or executed: the child only pars
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 from hub_server.bounded import UploadError
+from hub_server.child import run_json_child
 
 #: Largest source file the hub parses; environment entry modules are a few KiB.
 MAX_SOURCE_SIZE = 256 * 1024
@@ -78,20 +75,8 @@ def defines_load_environment(source: bytes, where: str) -> bool:
     too_complex = UploadError(
         f"{where} could not be parsed within the hub's limits (too deeply nested or too large)"
     )
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-I", "-S", "-c", _CHILD, where, str(_CHILD_MEMORY), str(_CHILD_CPU_SECONDS)],
-            input=source,
-            capture_output=True,
-            timeout=_TIMEOUT,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise too_complex from None
-    try:
-        result = json.loads(proc.stdout) if proc.returncode == 0 else {}
-    except ValueError:
-        result = {}
+    argv = ["-S", "-c", _CHILD, where, str(_CHILD_MEMORY), str(_CHILD_CPU_SECONDS)]
+    result = run_json_child(argv, source, timeout=_TIMEOUT) or {}
     if "syntax" in result:
         line, msg = result["syntax"]
         raise UploadError(f"{where}: syntax error at line {line}: {msg}")

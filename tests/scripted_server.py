@@ -19,6 +19,11 @@ prompts with vLLM's 400. Re-rendering an assistant message with its ``reasoning_
 exactly its completion ids, so a conversation's next prompt extends the last prompt + completion. The server records
 every request and the peak number of requests in flight, so tests can check concurrency caps server-side.
 
+Tests synchronise on the server's events, never on the machine's speed: ``wait_for_requests(n)`` blocks until
+``n`` requests have arrived, and ``hold_after``, ``hold_models`` and ``Reply(hold=True)`` keep requests
+unanswered until ``release()``, so a run is still in flight (or still in its endpoint check) when the test
+acts on it, however slow the machine.
+
 Routes: ``/v1/chat/completions``, ``/v1/completions``, ``/v1/responses`` (the Responses API wire format:
 ``output`` items, ``status`` / ``incomplete_details``, ``input_tokens`` usage) and ``GET /v1/models``, plus the
 Azure OpenAI forms ``/openai/deployments/{deployment}/chat/completions`` (and ``/completions``),
@@ -68,6 +73,7 @@ class Reply:
     prompt_tokens: int = 10
     completion_tokens: int | None = None
     reasoning: str | None = None  # chat: message.reasoning_content; responses: a reasoning item
+    hold: bool = False  # no answer until ``server.release()``
 
 
 def tool_call(name: str, arguments: dict[str, Any] | str, call_id: str | None = None) -> dict[str, Any]:
@@ -171,8 +177,11 @@ class ScriptedServer:
     concurrency_limit: int | None = None
     limit_retry_after: str = "0.05"
     rejected_at: list[float] = field(default_factory=list)
-    #: Seconds ``GET /models`` waits before answering (a slow or silent endpoint check).
-    models_delay: float = 0.0
+    #: Completion requests after the first ``hold_after`` (counted from the start or ``reset_stats``) get no
+    #: answer until ``release()``: the run stays in flight until the test lets it go. ``None``: no hold.
+    hold_after: int | None = None
+    #: ``GET /models`` gets no answer until ``release()`` (an endpoint check that hangs).
+    hold_models: bool = False
     #: Behave like vLLM about tokens (see the module docstring).
     tokenize: bool = False
     #: With ``tokenize``: prompts longer than this many tokens get vLLM's 400 (``None``: no limit).
@@ -183,6 +192,11 @@ class ScriptedServer:
     _runner: web.AppRunner | None = None
     _ready: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _released: threading.Event = field(default_factory=threading.Event)
+    _arrived: threading.Condition = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._arrived = threading.Condition(self._lock)
 
     @property
     def url(self) -> str:
@@ -197,6 +211,27 @@ class ScriptedServer:
             self.requests.clear()
             self.request_meta.clear()
             self.max_in_flight = 0
+
+    def release(self) -> None:
+        """Answer every held request; from now on nothing is held."""
+        self._released.set()
+
+    def wait_for_requests(self, n: int, *, models: bool = False, timeout: float = 300.0) -> None:
+        """Block until ``n`` completion requests (``models``: ``GET /models`` requests) have arrived,
+        held ones included. ``timeout`` only guards against a hang: past it, an AssertionError."""
+
+        def count() -> int:
+            if models:
+                return sum(1 for m in self.request_meta if m["path"].endswith("/models"))
+            return len(self.requests)
+
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: count() >= n, timeout):
+                raise AssertionError(f"the scripted server got {count()} of {n} expected requests")
+
+    async def _held(self) -> None:
+        while not self._released.is_set():  # noqa: ASYNC110 - set from the test's thread, not this loop
+            await asyncio.sleep(0.01)
 
     # --- HTTP ----------------------------------------------------------------------------------------
     async def _pick(self, body: dict[str, Any]) -> Reply:
@@ -393,6 +428,7 @@ class ScriptedServer:
                     "deployment": request.match_info.get("deployment"),
                 }
             )
+            self._arrived.notify_all()
         for name, value in self.required_headers.items():
             if request.headers.get(name) != value:
                 return web.json_response(
@@ -421,6 +457,8 @@ class ScriptedServer:
                 self.requests.append(body)
                 self.in_flight += 1
                 self.max_in_flight = max(self.max_in_flight, self.in_flight)
+                self._arrived.notify_all()
+            held = self.hold_after is not None and len(self.requests) > self.hold_after
         if limited:
             return web.json_response(
                 {"error": {"message": "rate limited: too many concurrent requests"}},
@@ -429,6 +467,8 @@ class ScriptedServer:
             )
         try:
             reply = await self._pick(body)
+            if held or reply.hold:
+                await self._held()
             if reply.delay:
                 await asyncio.sleep(reply.delay)
             if reply.drop:
@@ -471,8 +511,8 @@ class ScriptedServer:
         refusal = self._refusal(request)
         if refusal is not None:
             return refusal
-        if self.models_delay:
-            await asyncio.sleep(self.models_delay)
+        if self.hold_models:
+            await self._held()
         return web.json_response({"object": "list", "data": [{"id": "scripted", "object": "model"}]})
 
     def app(self) -> web.Application:
@@ -520,6 +560,7 @@ class ScriptedServer:
         return self
 
     def stop(self) -> None:
+        self.release()  # held requests are answered: the server's shutdown does not wait on them
         if self._loop is not None and self._thread is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(10)

@@ -26,6 +26,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
@@ -37,7 +38,7 @@ import aiohttp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from policy_server import ANSWERS, PROMPT_BASE, PolicyServer, TabularPolicy, log_softmax
+from policy_server import ANSWERS, MODEL, log_softmax, policy_server, prompt_key, write_weights
 
 from verifiers.training import (
     DifficultyPools,
@@ -133,7 +134,7 @@ async def _drain(stream: asyncio.StreamReader) -> None:
 
 
 def request_sampling_args(cfg: Config) -> dict[str, Any]:
-    return {"temperature": cfg.temperature, "max_tokens": 8}
+    return {"temperature": cfg.temperature, "max_tokens": 32}
 
 
 class VfServeSource:
@@ -153,7 +154,7 @@ class VfServeSource:
             "example_ids": list(example_ids),
             "split": "train",
             "rollouts_per_example": rollouts_per_example,
-            "model": "tabular",
+            "model": MODEL,
             "base_url": self.policy_url,
             "api_key_var": None,
             "return_tokens": "both",
@@ -195,7 +196,7 @@ class InProcessSource:
         states = await self.env.a_generate(
             [self.rows[i] for i in example_ids],
             self.policy_url,
-            "tabular",
+            MODEL,
             rollouts_per_example=rollouts_per_example,
             sampling_args=args,
         )
@@ -208,77 +209,74 @@ class InProcessSource:
 # --- the trainer side ---------------------------------------------------------------------------------
 @dataclass
 class Sample:
-    slot: int
-    tokens: list[int]
+    """One rollout as the trainer sees it: its table row (prompt), the answer it sampled, and per
+    completion token the inference logprob and loss mask. The answer's logprob sits on its first token;
+    the rest of its tokens follow it deterministically (logprob 0 under every policy)."""
+
+    key: str
+    action: int
     logp_old: list[float]
     mask: list[int]
     advantage: float
 
 
 def sample_of(rollout: dict[str, Any], advantage: float) -> Sample | None:
-    """The training sample of a single-turn rollout (its trajectory step, or its last turn), or ``None``
-    when the server gave no tokens."""
+    """The training sample of a single-turn rollout (its trajectory step), or ``None`` when the server
+    gave no tokens or the answer is not one of the policy's."""
     steps = rollout.get("trajectory") or []
-    if steps:
-        step = steps[-1]
-        prompt, completion = step.get("prompt_ids"), step.get("completion_ids")
-        logprobs, mask = step.get("completion_logprobs"), step.get("completion_mask")
-    else:
-        turns = rollout.get("turns") or [{}]
-        prompt, completion, logprobs = (
-            turns[-1].get(k) for k in ("prompt_ids", "completion_ids", "completion_logprobs")
-        )
-        mask = [1] * len(completion or [])
-    if not prompt or not completion or logprobs is None or len(logprobs) != len(completion):
+    if not steps:
         return None
-    return Sample(prompt[-1] - PROMPT_BASE, list(completion), list(logprobs), list(mask), advantage)
+    step = steps[-1]
+    completion, logprobs, mask = (
+        step.get(k) for k in ("completion_ids", "completion_logprobs", "completion_mask")
+    )
+    if not completion or logprobs is None or len(logprobs) != len(completion):
+        return None
+    messages = rollout.get("completion") or []
+    text = messages[-1].get("content") if messages else None
+    if text not in ANSWERS:
+        return None
+    return Sample(prompt_key(rollout["prompt"]), ANSWERS.index(text), list(logprobs), list(mask), advantage)
 
 
 class Trainer:
     """The trainer's copy of the tabular policy's logits, updated by SGD on the IcePop loss."""
 
     def __init__(self, n_answers: int, lr: float) -> None:
-        self.logits = np.zeros((0, n_answers))
+        self.logits: dict[str, np.ndarray] = {}
+        self.n_answers = n_answers
         self.lr = lr
         self.step = 0
 
-    def _grow(self, slots: int) -> None:
-        if slots > self.logits.shape[0]:  # prompts first seen by the server start uniform, as there
-            self.logits = np.vstack(
-                [self.logits, np.zeros((slots - self.logits.shape[0], self.logits.shape[1]))]
-            )
-
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:
-        self._grow(max(s.slot for s in samples) + 1)
-        t = max(len(s.tokens) for s in samples)
-        shape = (len(samples), t)
-        tokens, mask = np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=bool)
-        logp_old = np.zeros(shape)
+        # One position per sample, the answer's first token: the tokens after it follow deterministically
+        # (logprob 0 under every policy), so they carry no gradient, and counting them in the loss's
+        # normaliser would only shrink the step.
+        shape = (len(samples), 1)
+        logp_old, logp_new = np.zeros(shape), np.zeros(shape)
+        mask = np.array([[bool(s.mask[0])] for s in samples])
+        rows = [self.logits.setdefault(s.key, np.zeros(self.n_answers)) for s in samples]  # new: uniform
+        logp_all = log_softmax(np.stack(rows))  # (batch, answers)
         for b, s in enumerate(samples):
-            n = len(s.tokens)
-            tokens[b, :n], logp_old[b, :n], mask[b, :n] = s.tokens, s.logp_old, np.asarray(s.mask, bool)
-        slots = np.array([s.slot for s in samples])
-        logp_all = log_softmax(self.logits[slots])  # (batch, answers): the policy ignores the position
-        logp_new = np.take_along_axis(logp_all, tokens, axis=1)
+            logp_old[b, 0] = s.logp_old[0]
+            logp_new[b, 0] = logp_all[b, s.action]
         res = icepop_loss(logp_new, logp_old, np.array([s.advantage for s in samples]), mask)
-        # chain rule: d loss / d logits[slot] = sum_t grad[b, t] * (onehot(token[b, t]) - softmax(logits[slot]))
+        # chain rule, first token only: d loss / d logits[row] = grad[b, 0] * (onehot(a) - softmax(logits[row]))
         probs = np.exp(logp_all)
-        g = res.grad  # exactly 0 off the mask and on masked / dropped tokens
-        d_logits = np.zeros((len(samples), self.logits.shape[1]))
-        for b in range(len(samples)):
-            np.add.at(d_logits[b], tokens[b], g[b])
-        d_logits -= g.sum(axis=1, keepdims=True) * probs
-        grad = np.zeros_like(self.logits)
-        np.add.at(grad, slots, d_logits)
-        self.logits -= self.lr * grad
+        for b, s in enumerate(samples):
+            d = -res.grad[b, 0] * probs[b]
+            d[s.action] += res.grad[b, 0]
+            self.logits[s.key] = self.logits[s.key] - self.lr * d
         self.step += 1
         return {"loss": res.loss, **res.metrics}
 
 
-async def push_weights(http: aiohttp.ClientSession, policy_url: str, trainer: Trainer) -> None:
+async def push_weights(http: aiohttp.ClientSession, policy_url: str, trainer: Trainer, weights: Path) -> None:
+    """Publish the weights as prime-rl's filesystem broadcast does (a directory per step), then tell
+    the inference server to load them."""
+    weight_dir = write_weights(weights / f"step_{trainer.step}", trainer.logits, trainer.step)
     root = policy_url.removesuffix("/v1")
-    body = {"logits": trainer.logits.tolist(), "step": trainer.step}
-    async with http.post(f"{root}/update_weights", json=body) as resp:
+    async with http.post(f"{root}/update_weights", json={"weight_dir": str(weight_dir)}) as resp:
         if resp.status != 200:
             raise RuntimeError(f"update_weights failed: {resp.status} {await resp.text()}")
 
@@ -339,7 +337,9 @@ async def train(cfg: Config) -> dict[str, list[dict[str, float]]]:
     history: list[dict[str, float]] = []
     evals: list[dict[str, float]] = []
     env_args = {**ENV_ARGS, "num_examples": cfg.num_examples, "seed": cfg.seed}
-    with PolicyServer(TabularPolicy(ANSWERS, seed=cfg.seed)) as policy:
+    weights = Path(tempfile.mkdtemp(prefix="train-cpu-weights-"))
+    with policy_server(cfg.seed) as policy, contextlib.ExitStack() as cleanup:
+        cleanup.callback(shutil.rmtree, weights, True)
         async with contextlib.AsyncExitStack() as stack:
             http = await stack.enter_async_context(
                 aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300))
@@ -403,7 +403,7 @@ async def train(cfg: Config) -> dict[str, list[dict[str, float]]]:
                     if samples:
                         metrics.update(trainer.update(samples))
                         if trainer.step % cfg.push_every == 0:
-                            await push_weights(http, policy.url, trainer)
+                            await push_weights(http, policy.url, trainer, weights)
                             served_step = trainer.step
                     metrics.update(pools.metrics())
                     metrics["elapsed_s"] = time.perf_counter() - t0
@@ -417,7 +417,7 @@ async def train(cfg: Config) -> dict[str, list[dict[str, float]]]:
                     task.cancel()
                 await asyncio.gather(*(t for _, t in pending), return_exceptions=True)
             if trainer.step != served_step:  # the final weights, for the last evaluation
-                await push_weights(http, policy.url, trainer)
+                await push_weights(http, policy.url, trainer, weights)
             if cfg.eval_every:
                 await evaluate(len(history))
     return {"history": history, "evals": evals}

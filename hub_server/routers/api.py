@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path as FastAPIPath, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel
+from sqlalchemy import Connection
 from sqlalchemy.orm import Session
 from starlette.datastructures import UploadFile
 
@@ -83,15 +84,17 @@ class Caller:
     checked: TokenCheck | None = None
 
 
-def _answer(hub: Hub, caller: Caller, build: Callable[[Session, Principal | None], BaseModel]) -> Response:
-    """One blocking hop for a hot read: authenticate and query in one session, serialise, close the
-    session, then record the token's use (a bad token is still a 401 before any lookup)."""
+def _answer(hub: Hub, caller: Caller, build: Callable[[Connection, Principal | None], BaseModel]) -> Response:
+    """One blocking hop for a hot read: authenticate and query on one connection (``Database.hot``:
+    Core statements, no ORM session unless a token must be checked), serialise, give the connection
+    back, then record the token's use (a bad token is still a 401 before any lookup)."""
     check = caller.known
     try:
-        with hub.db.read() as session:
-            if check is None:
-                check = check_in(session, caller.token)
-            return _json(build(session, check.principal if check else None))
+        with hub.db.hot() as conn:
+            if check is None and caller.token:
+                with Session(bind=conn) as session:
+                    check = check_in(session, caller.token)
+            return _json(build(conn, check.principal if check else None))
     finally:
         if check is not None and needs_touch(check.last_used_at):
             hub.touch(check.principal, check.last_used_at)

@@ -68,6 +68,18 @@ def get_run(run_id: RunId, session: SessionDep, principal: PrincipalDep) -> wire
     return runs.get_run(session, principal, run_id)
 
 
+@router.patch(
+    "/runs/{run_id}",
+    response_model=wire.EvalRunInfo,
+    responses=_ERRORS,
+    summary="Change a run's visibility (public runs are on the leaderboard)",
+)
+def update_run(
+    run_id: RunId, body: wire.EvalRunUpdate, hub: HubDep, principal: WriterDep
+) -> wire.EvalRunInfo:
+    return runs.set_visibility(hub, principal, run_id, body.visibility)
+
+
 @router.post(
     "/runs/{run_id}/rollouts",
     response_model=wire.ChunkReceipt,

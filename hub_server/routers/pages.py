@@ -9,7 +9,7 @@ authorises a write (``deps.request_token`` ignores it on POST). Included before 
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Form, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -18,12 +18,15 @@ from hub_server import csrf, schemas, services, source_view
 from hub_server.auth import COOKIE_NAME, SCOPES, AuthError, Principal
 from hub_server.context import Hub
 from hub_server.deps import HubDep, PrincipalDep, SessionDep
-from hub_server.routers.web import render_error, render_page
-from hub_server.services import account_view
+from hub_server.routers.web import render_error, render_page, set_session_cookie
+from hub_server.services import account_view, runs
 
 router = APIRouter(include_in_schema=False)
 
 _EXPIRY_DAYS = (0, 7, 30, 90, 365)
+#: Names sign-up never hands out: the bundled environments' namespace (``vf-install math-env`` resolves
+#: there; an admin creates it, as ``vf-hub serve --demo`` does).
+SIGNUP_RESERVED = frozenset({"verifiers"})
 
 
 def _account(request: Request, hub: Hub, principal: Principal, **extra: Any) -> HTMLResponse:
@@ -52,13 +55,55 @@ def account_page(request: Request, hub: HubDep, principal: PrincipalDep) -> Resp
 
 
 def _form_principal(request: Request, hub: Hub, submitted: str) -> Principal:
-    token = csrf.session_token(request, submitted)
-    if token is None:
+    session_id = csrf.session_token(request, submitted)
+    if session_id is None:
         raise services.HubError(403, "send this form from the hub's own page while logged in (CSRF check)")
     try:
-        return hub.principal(token)
+        return hub.web_principal(session_id)
     except AuthError as exc:
-        raise services.HubError(401, f"{exc}; log in again") from None
+        raise services.HubError(401, str(exc)) from None
+
+
+@router.post("/login/signup", response_model=None)
+def signup_form(
+    request: Request,
+    hub: HubDep,
+    username: Annotated[str, Form(max_length=64)],
+    token: Annotated[str, Form(alias=csrf.FIELD, max_length=100)] = "",
+) -> Response:
+    """First-token sign-up, where the hub allows it (``VF_HUB_OPEN_SIGNUP``): a new user, its namespace and
+    one publish token, shown once on the account page the browser is now signed in to."""
+    if not hub.settings.open_signup:
+        return render_error(
+            request, 404, "this hub does not take sign-ups: ask its admin for a user and token"
+        )
+    if not csrf.login_ok(request, token):  # the login form's double-submit token, and the origin
+        return render_error(
+            request, 403, "sign-up refused: use the hub's own login page (reload it and try again)"
+        )
+    name = username.strip().lower()
+    try:
+        if name in SIGNUP_RESERVED:
+            raise services.HubError(409, f"the name {name!r} is reserved on this hub")
+        services.create_user(hub, name)
+        secret, _row = services.create_token(hub, name, scopes=["publish"], name="first token (web sign-up)")
+    except services.HubError as exc:
+        return render_page(
+            request,
+            "login.html",
+            status_code=exc.status_code,
+            principal=None,
+            error=None,
+            signup=True,
+            signup_error=exc.detail,
+            username=username,
+            login_csrf=token,
+        )
+    principal = hub.principal(secret)
+    response = _account(request, hub, principal, new_token=secret)
+    response.headers["Cache-Control"] = "no-store"  # the page shows a secret once
+    set_session_cookie(request, response, hub, principal.token_id)
+    return response
 
 
 @router.post("/account/tokens", response_model=None)
@@ -97,7 +142,7 @@ def revoke_token_form(
     principal = _form_principal(request, hub, token)
     services.revoke_token(hub, token_id, principal=principal)
     try:  # revoking the session's own token (or one it was minted from) ends the session
-        hub.principal(request.cookies.get(COOKIE_NAME, ""))
+        hub.web_principal(request.cookies.get(COOKIE_NAME, ""))
     except AuthError:
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(COOKIE_NAME)
@@ -117,6 +162,23 @@ def star_form(
     principal = _form_principal(request, hub, token)
     services.set_star(hub, principal, owner, name, starred)  # 404 unless visible
     return RedirectResponse(f"/{owner}/{name}", status_code=303)
+
+
+@router.post("/{owner}/{name}/evals/{run_id}/visibility", response_model=None)
+def run_visibility_form(
+    request: Request,
+    hub: HubDep,
+    owner: str,
+    name: str,
+    run_id: Annotated[int, Path(ge=1, le=2**31 - 1)],
+    visibility: Annotated[Literal["public", "private"], Form()],
+    token: Annotated[str, Form(alias=csrf.FIELD, max_length=100)] = "",
+) -> Response:
+    principal = _form_principal(request, hub, token)
+    run = runs.set_visibility(
+        hub, principal, run_id, visibility
+    )  # 404 unless visible, 403 unless a publisher
+    return RedirectResponse(run.url, status_code=303)
 
 
 @router.get("/docs", response_class=HTMLResponse)

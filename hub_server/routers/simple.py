@@ -20,7 +20,7 @@ from hub_server.deps import HubDep, PrincipalDep, optional_principal
 from hub_server.sdk_dist import SDK_NAME, SdkRelease, SdkUnavailable
 from hub_server.services import HubError
 from hub_server.services.accounts import RESERVED_DISTRIBUTIONS
-from hub_server.simple_index import JSON_V1, negotiate
+from hub_server.simple_index import CSP, JSON_V1, negotiate
 from hub_server.upstream import UpstreamError
 from verifiers.hub.packaging import normalize_name
 
@@ -50,6 +50,8 @@ def _page_response(body: bytes, media_type: str, private: bool) -> Response:
             "Vary": "Accept, Authorization",
             # Always revalidate so pip sees a new release at once; private pages stay out of shared caches.
             "Cache-Control": "private, no-cache" if private else "public, no-cache",
+            "Content-Security-Policy": CSP,
+            "X-Content-Type-Options": "nosniff",
         },
     )
 
@@ -99,6 +101,10 @@ async def simple_project(project: str, request: Request) -> Response:
         # one the caller may not see, is answered here (404 below), so it can neither leak nor be shadowed.
         return await _upstream_response(hub, project, media)
     if not can_read(principal, page):
+        # The same work as for a name the hub lacks (the upstream round trip, or its cached answer, and a
+        # 502 when the upstream fails), so neither the status nor the time tells a private name from an
+        # absent one; the upstream's page is never served for it.
+        await _upstream_response(hub, project, media)
         return _not_found()
     return _page_response(page.body(media), media, page.visibility == "private")
 

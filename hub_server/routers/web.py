@@ -2,42 +2,38 @@
 
 Private environments are visible with a token in the Authorization header or the session cookie set by
 ``/login``; the cookie is honoured on GET/HEAD only (see ``deps.request_token``), so no page can be
-driven into a state change from another site.
+driven into a state change from another site. The cookie holds a web session id, one per sign-in
+(``services.web_sessions``), never the API token that signed in.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from functools import lru_cache
-from html import escape
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
-import nh3
 from fastapi import APIRouter, Form, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from markdown_it import MarkdownIt
-from markdown_it.renderer import RendererHTML
-from markdown_it.token import Token
-from markdown_it.utils import OptionsDict
 from packaging.version import Version as PEP440Version
 
 from hub_server import csrf, eval_view, leaderboard_chart, schemas, services
 from hub_server.auth import COOKIE_NAME, AuthError
+from hub_server.context import Hub
 from hub_server.deps import HubDep, PrincipalDep, SessionDep
 from hub_server.releases import latest_version, sorted_versions
 from hub_server.services import account_view, runs
 from hub_server.services.catalogue import popular_tags
+from hub_server.services.environments import readme_html
 from verifiers.hub import wire
 from verifiers.hub.packaging import normalize_name
 
 router = APIRouter(include_in_schema=False)
 
+# Scripts only from the hub itself (static/copy.js: the copy buttons); never inline, never from elsewhere.
 CSP = (
-    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'"
 )
 SECURITY_HEADERS = {
@@ -46,55 +42,6 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
     "X-Frame-Options": "DENY",
 }
-
-
-def _same_host(src: str) -> bool:
-    parts = urlsplit(src.strip())
-    return not parts.scheme and not parts.netloc
-
-
-def _image_as_link(
-    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: Any
-) -> str:
-    # An image from another host would tell that host who reads the page (and when): link to it instead.
-    token = tokens[idx]
-    src = str(token.attrGet("src") or "")
-    alt = self.renderInlineAsText(token.children or [], options, env)
-    if _same_host(src):
-        return f'<img src="{escape(src)}" alt="{escape(alt)}">'
-    return f'<a href="{escape(src)}">{escape(alt or src)}</a>'
-
-
-def _keep_local_images(tag: str, attr: str, value: str) -> str | None:
-    # Raw HTML <img> in a README: drop a src on another host (the CSP would block it anyway).
-    if tag == "img" and attr == "src" and not _same_host(value):
-        return None
-    return value
-
-
-@lru_cache(maxsize=1)
-def _markdown() -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"html": True}).enable("table").enable("strikethrough")
-    md.add_render_rule("image", _image_as_link)
-    return md
-
-
-@lru_cache(maxsize=256)
-def render_readme(text: str, content_type: str) -> str:
-    """README as safe HTML: markdown rendered, then sanitised (raw HTML in a README is allowed, scripts not).
-
-    Images load only from the hub itself: markdown images from other hosts become links, and a raw
-    ``<img>`` from another host loses its ``src`` (the page's CSP says ``img-src 'self'`` as well).
-    """
-    if not text.strip():
-        return "<p><em>No README.</em></p>"
-    if content_type in ("text/markdown", "text/x-markdown", ""):
-        return nh3.clean(
-            _markdown().render(text),
-            link_rel="noopener noreferrer nofollow",
-            attribute_filter=_keep_local_images,
-        )
-    return f"<pre>{escape(text)}</pre>"
 
 
 def _base_url(request: Request) -> str:
@@ -170,7 +117,14 @@ def index(
 @router.get("/login", response_class=HTMLResponse)
 def login_form(request: Request, principal: PrincipalDep) -> HTMLResponse:
     token = csrf.login_token(request)
-    response = _render(request, "login.html", principal=principal, error=None, login_csrf=token)
+    response = _render(
+        request,
+        "login.html",
+        principal=principal,
+        error=None,
+        login_csrf=token,
+        signup=request.app.state.hub.settings.open_signup,
+    )
     response.set_cookie(
         csrf.LOGIN_COOKIE, token, max_age=3600, path="/login", httponly=True, samesite="strict"
     )
@@ -192,28 +146,46 @@ def login(
         principal = hub.principal(token.strip())
     except AuthError as exc:
         return _render(
-            request, "login.html", status_code=401, principal=None, error=str(exc), login_csrf=form_token
+            request,
+            "login.html",
+            status_code=401,
+            principal=None,
+            error=str(exc),
+            login_csrf=form_token,
+            signup=hub.settings.open_signup,
         )
-    expires_at = services.token_expiry(hub, principal.token_id)
-    max_age = int(timedelta(days=30).total_seconds())
-    if expires_at is not None:
-        max_age = max(0, min(max_age, int((expires_at - datetime.now(UTC)).total_seconds())))
     response = RedirectResponse("/", status_code=303)
+    set_session_cookie(request, response, hub, principal.token_id)
+    return response
+
+
+def set_session_cookie(request: Request, response: Response, hub: Hub, token_id: int) -> None:
+    """Sign the browser in with the API token ``token_id``: a new web session (ending the one this browser
+    had, if any), its id in an HTTP-only cookie that lives no longer than the session."""
+    started = services.start_session(hub, token_id)
+    previous = csrf.session_cookie(request)
+    if previous:  # the login forms are CSRF-checked by the caller, so this cookie came with this browser
+        services.end_session(hub, previous)
+    max_age = max(0, int((started.expires_at - datetime.now(UTC)).total_seconds()))
     response.set_cookie(
         COOKIE_NAME,
-        token.strip(),
+        started.session_id,
         max_age=max_age,
         httponly=True,
         samesite="lax",
         secure=hub.settings.cookie_secure,
     )
-    return response
 
 
 @router.post("/logout", response_model=None)
-def logout(request: Request, token: Annotated[str, Form(alias=csrf.FIELD, max_length=100)] = "") -> Response:
-    if request.cookies.get(COOKIE_NAME) and csrf.session_token(request, token) is None:
+def logout(
+    request: Request, hub: HubDep, token: Annotated[str, Form(alias=csrf.FIELD, max_length=100)] = ""
+) -> Response:
+    session_id = csrf.session_cookie(request)
+    if session_id and csrf.session_token(request, token) is None:
         return render_error(request, 403, "log out from the hub's own page (its CSRF token did not match)")
+    if session_id:
+        services.end_session(hub, session_id)  # the cookie, replayed, signs nobody in any more
     response = RedirectResponse("/", status_code=303)
     response.delete_cookie(COOKIE_NAME)
     return response
@@ -250,12 +222,13 @@ def environment_page(
         versions=sorted_versions(env),
         current=current,
         files=[schemas.file_out(env, f) for f in current.files] if current else [],
-        readme=render_readme(current.readme, current.readme_content_type) if current else "",
+        readme=readme_html(request.app.state.hub, current) if current else "",  # stored at publish
         evals=services.list_evals(session, env),
         board=board,
         starred=account_view.has_starred(session, principal, env.id),
         all_runs=runs.list_runs(session, principal, env, per_page=50),
         chart=leaderboard_chart.reward_chart_svg(board.entries),
+        ranking=wire.LEADERBOARD_RANKING,
         newer=newest if newest and current and _is_newer(newest.version, current.version) else None,
         install_vf=f"vf-install {env.full_name}" + (f"@=={current.version}" if current and version else ""),
         install_pip=f"pip install --index-url {base}/simple/ {env.name}"
@@ -370,7 +343,15 @@ def eval_page(
         per_page=50,
     )
     context = eval_page_context(run, records, rollouts, filters, base=run.url, sort=sort)
-    return _render(request, "eval_run.html", env_url=f"/{run.environment}", principal=principal, **context)
+    env = services.get_environment(session, principal, owner, name)
+    return _render(
+        request,
+        "eval_run.html",
+        env_url=f"/{run.environment}",
+        principal=principal,
+        can_publish=principal is not None and principal.can_publish_to(env.owner_id),
+        **context,
+    )
 
 
 @router.get(
@@ -390,4 +371,36 @@ def rollout_page(
     if run.environment != f"{owner.lower()}/{normalize_name(name)}":
         raise services.HubError(404, f"eval run {run_id} of {owner}/{name} not found (or not visible to you)")
     rollout = runs.get_rollout(session, principal, run_id, example_id, rollout_index)
-    return _render(request, "rollout.html", run=run, r=rollout, base=run.url, principal=principal)
+    prev, nxt, position, total = runs.rollout_neighbours(session, run_id, example_id, rollout_index)
+    return _render(
+        request,
+        "rollout.html",
+        run=run,
+        r=rollout,
+        base=run.url,
+        principal=principal,
+        nav=rollout_nav(run.url, prev, nxt, position, total),
+    )
+
+
+@dataclass(frozen=True)
+class RolloutNav:
+    """The rollout viewer's previous/next links (None at either end) and where this rollout stands."""
+
+    prev_url: str | None
+    next_url: str | None
+    position: int
+    total: int
+
+
+def rollout_nav(
+    base: str,
+    prev: tuple[int, int] | None,
+    nxt: tuple[int, int] | None,
+    position: int,
+    total: int,
+) -> RolloutNav:
+    def url(key: tuple[int, int] | None) -> str | None:
+        return f"{base.rstrip('/')}/rollouts/{key[0]}/{key[1]}" if key is not None else None
+
+    return RolloutNav(url(prev), url(nxt), position, total)

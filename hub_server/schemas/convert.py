@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from hub_server.models import ApiToken, Environment, EvalSummary, File, Version as VersionRow
-from hub_server.releases import latest_version, sorted_versions
+from hub_server.releases import latest_among, sorted_versions
 from hub_server.schemas.bodies import EvalOut, TokenOut
 from hub_server.simple_index import file_url
 from hub_server.views import EnvironmentView, FileView, VersionView
@@ -20,22 +20,37 @@ VersionLikeRow = VersionRow | VersionView
 FileRow = File | FileView
 
 
+def _fields(model: type[BaseModel], row: object, **computed: Any) -> dict[str, Any]:
+    """``model``'s fields as a dict: those given in ``computed``, the rest read from the row's attribute
+    of that name (in the model's field order)."""
+    return {name: computed[name] if name in computed else getattr(row, name) for name in model.model_fields}
+
+
 def _from_row(model: type[M], row: object, **computed: Any) -> M:
     """``model`` with each field not given in ``computed`` read from the row's attribute of that name."""
-    copied = {name: getattr(row, name) for name in model.model_fields if name not in computed}
-    return model.model_validate({**copied, **computed})
+    return model.model_validate(_fields(model, row, **computed))
+
+
+# The answers with nested parts are validated once, from nested dicts: one call into pydantic-core
+# per answer instead of one per version and file (and no second validation of a dumped summary).
+def _file(env: EnvRow, f: FileRow) -> dict[str, Any]:
+    return _fields(wire.HubFile, f, url=file_url(env.name, f.filename), uploaded_at=f.created_at)
+
+
+def _files(env: EnvRow, v: VersionLikeRow) -> list[dict[str, Any]]:
+    return [_file(env, f) for f in v.files]
+
+
+def _version(env: EnvRow, v: VersionLikeRow) -> dict[str, Any]:
+    return _fields(wire.VersionInfo, v, files=_files(env, v))
 
 
 def file_out(env: EnvRow, f: FileRow) -> wire.HubFile:
-    return _from_row(wire.HubFile, f, url=file_url(env.name, f.filename), uploaded_at=f.created_at)
-
-
-def _files(env: EnvRow, v: VersionLikeRow) -> list[wire.HubFile]:
-    return [file_out(env, f) for f in v.files]
+    return wire.HubFile.model_validate(_file(env, f))
 
 
 def version_out(env: EnvRow, v: VersionLikeRow) -> wire.VersionInfo:
-    return _from_row(wire.VersionInfo, v, files=_files(env, v))
+    return wire.VersionInfo.model_validate(_version(env, v))
 
 
 def version_detail(env: Environment, v: VersionRow, uploader: str | None) -> wire.VersionDetail:
@@ -44,16 +59,19 @@ def version_detail(env: Environment, v: VersionRow, uploader: str | None) -> wir
     )
 
 
-def env_summary(env: EnvRow) -> wire.EnvironmentSummary:
-    latest = latest_version(env)
-    return _from_row(
-        wire.EnvironmentSummary,
+def _summary(
+    env: EnvRow, newest_first: list[VersionLikeRow], model: type[BaseModel], **more: Any
+) -> dict[str, Any]:
+    latest = latest_among(newest_first)
+    return _fields(
+        model,
         env,
         owner=env.owner.name,
         tags=[t.tag for t in env.tags],
         latest_version=latest.version if latest else None,
         downloads=env.download_count,
         stars=env.star_count,
+        **more,
     )
 
 
@@ -63,12 +81,20 @@ def _newest_first(env: EnvRow) -> list[VersionLikeRow]:
     return list(sorted_versions(env))
 
 
+def env_summary(env: EnvRow) -> wire.EnvironmentSummary:
+    return wire.EnvironmentSummary.model_validate(_summary(env, _newest_first(env), wire.EnvironmentSummary))
+
+
 def env_detail(env: EnvRow) -> wire.EnvironmentDetail:
-    return wire.EnvironmentDetail(
-        **env_summary(env).model_dump(),
-        versions=[version_out(env, v) for v in _newest_first(env)],
+    versions = _newest_first(env)  # sorted once, for "latest" and the list
+    body = _summary(
+        env,
+        versions,
+        wire.EnvironmentDetail,
+        versions=[_version(env, v) for v in versions],
         install_command=f"vf-install {env.full_name}",
     )
+    return wire.EnvironmentDetail.model_validate(body)
 
 
 def resolve_out(env: EnvRow, v: VersionLikeRow) -> wire.ResolvedVersion:

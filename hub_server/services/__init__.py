@@ -33,7 +33,8 @@ from hub_server.services.lookups import (
     uploader_name,
 )
 from hub_server.services.publishing import Upload, collect_garbage, precheck_publish, publish
-from hub_server.services.tokens import create_token, list_tokens, revoke_token, token_expiry
+from hub_server.services.tokens import create_token, list_tokens, revoke_token
+from hub_server.services.web_sessions import end_session, start_session
 
 __all__ = [
     "Download",
@@ -48,6 +49,7 @@ __all__ = [
     "delete_environment",
     "delete_version",
     "download_client",
+    "end_session",
     "find_download",
     "find_user",
     "get_environment",
@@ -63,7 +65,7 @@ __all__ = [
     "search",
     "set_star",
     "set_yanked",
-    "token_expiry",
+    "start_session",
     "update_environment",
     "uploader_name",
     "whoami",

@@ -16,7 +16,6 @@ from hub_server.sdk_dist import SDK_NAME
 from hub_server.services.errors import HubError
 from hub_server.services.lookups import find_user
 from verifiers.hub import wire
-from verifiers.hub.packaging import normalize_name
 
 _OWNER_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,37}[a-z0-9])?$")
 # Owner names share the URL space of the web UI (/<owner>/<name>), so these stay free.
@@ -28,6 +27,7 @@ RESERVED_OWNERS = frozenset(
         "static",
         "login",
         "logout",
+        "account",
         "docs",
         "redoc",
         "openapi.json",
@@ -36,18 +36,9 @@ RESERVED_OWNERS = frozenset(
     }
 )
 
-# Distribution names the hub itself serves on /simple/ (PEP 503-normalised): nobody may publish them.
+# Distribution names the hub itself serves on /simple/ (PEP 503-normalised): nobody may publish them
+# (``services.names`` reserves the SDK's dependency closure as well).
 RESERVED_DISTRIBUTIONS = frozenset({SDK_NAME})
-
-
-def check_distribution_name(name: str) -> None:
-    """409 for a reserved distribution name, with the reason."""
-    if normalize_name(name) in RESERVED_DISTRIBUTIONS:
-        raise HubError(
-            409,
-            f"the distribution name {normalize_name(name)!r} is reserved: the hub serves this package itself "
-            "(it is the SDK the hub runs), so no environment may be published under it; rename your package",
-        )
 
 
 def _new_owner(session: Session, name: str, kind: str) -> Owner:

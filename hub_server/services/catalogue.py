@@ -11,7 +11,7 @@ from typing import Any
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
-from sqlalchemy import BindParameter, Select, bindparam, delete, exists, func, or_, select, update
+from sqlalchemy import BindParameter, Connection, Select, bindparam, delete, exists, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -44,7 +44,7 @@ def _escape_like(text: str) -> str:
 
 
 def search(
-    session: Session,
+    session: Session | Connection,
     principal: Principal | None,
     *,
     q: str = "",
@@ -132,7 +132,7 @@ def _capped(item: wire.EnvironmentSummary) -> wire.EnvironmentSummary:
 
 
 def resolve(
-    session: Session, principal: Principal | None, spec_text: str
+    session: Session | Connection, principal: Principal | None, spec_text: str
 ) -> tuple[EnvironmentView, VersionView]:
     """Best version for ``[owner/]name[@specifier]``: highest match, yanked ones only when pinned with ==."""
     try:

@@ -2,19 +2,38 @@
 
 from __future__ import annotations
 
-from sqlalchemy import delete, func, select
+from html import escape
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from hub_server import schemas
 from hub_server.auth import Principal
 from hub_server.changes import bump_catalogue
 from hub_server.context import Hub
-from hub_server.models import Environment, EnvironmentTag, Star, utcnow
+from hub_server.models import Environment, EnvironmentTag, Star, Version, utcnow
+from hub_server.readme import render_limited
 from hub_server.services.errors import HubError
 from hub_server.services.lookups import get_environment, get_version
 from hub_server.simple_index import bump_generation
 from hub_server.validation import UploadError, normalize_tags
 from verifiers.hub import wire
+
+
+def readme_html(hub: Hub, ver: Version) -> str:
+    """The version's README as sanitised HTML: rendered once at publish and stored; a version published
+    before that is rendered the same way (in the limited child) on its first view, then stored."""
+    if ver.readme_html is not None:
+        return ver.readme_html
+    try:
+        html = render_limited(ver.readme, ver.readme_content_type)
+    except UploadError as exc:
+        html = f"<p><em>{escape(exc.message)}</em></p>"
+    with hub.db.write() as session:
+        session.execute(update(Version).where(Version.id == ver.id).values(readme_html=html))
+    return html
 
 
 def replace_tags(session: Session, env: Environment, tags: list[str]) -> None:
@@ -107,19 +126,35 @@ def delete_version(hub: Hub, principal: Principal | None, owner: str, name: str,
 
 
 def set_star(hub: Hub, principal: Principal | None, owner: str, name: str, starred: bool) -> schemas.StarOut:
+    """Star or unstar, idempotently under any concurrency: one ``INSERT … ON CONFLICT DO NOTHING`` or
+    ``DELETE``, and the count moves by exactly the rows that statement changed (a select-then-insert
+    let two concurrent PUTs of one user both insert, and the unique constraint answered 500)."""
     if principal is None:
         raise HubError(401, "starring needs a token")
     with hub.db.write() as session:
         env = get_environment(session, principal, owner, name)
-        existing = session.scalar(
-            select(Star).where(Star.user_id == principal.user_id, Star.environment_id == env.id)
-        )
-        if starred and existing is None:
-            session.add(Star(user_id=principal.user_id, environment_id=env.id))
-        elif not starred and existing is not None:
-            session.delete(existing)
-        session.flush()
-        count = session.scalar(select(func.count()).where(Star.environment_id == env.id)) or 0
-        env.star_count = count
-        bump_catalogue(session)
+        if starred:
+            insert = sqlite_insert if session.get_bind().dialect.name == "sqlite" else pg_insert
+            changed = session.execute(
+                insert(Star)
+                .values(user_id=principal.user_id, environment_id=env.id, created_at=utcnow())
+                .on_conflict_do_nothing()
+                .returning(Star.id)
+            ).all()
+        else:
+            changed = session.execute(
+                delete(Star)
+                .where(Star.user_id == principal.user_id, Star.environment_id == env.id)
+                .returning(Star.id)
+            ).all()
+        if changed:
+            step = len(changed) if starred else -len(changed)
+            session.execute(
+                update(Environment)
+                .where(Environment.id == env.id)
+                .values(star_count=Environment.star_count + step)
+                .execution_options(synchronize_session=False)
+            )
+            bump_catalogue(session)
+        count = session.scalar(select(Environment.star_count).where(Environment.id == env.id)) or 0
         return schemas.StarOut(starred=starred, stars=count)

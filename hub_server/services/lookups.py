@@ -7,7 +7,7 @@ from collections.abc import Collection, Hashable
 from typing import Any, Literal, TypeVar
 
 from packaging.version import Version
-from sqlalchemy import BindParameter, Select, bindparam, or_, select
+from sqlalchemy import BindParameter, Connection, Select, bindparam, or_, select
 from sqlalchemy.orm import Session, defer, selectinload
 
 from hub_server.auth import Principal
@@ -104,7 +104,7 @@ def get_environment(session: Session, principal: Principal | None, owner: str, n
 
 
 def visible_environment_view(
-    session: Session, principal: Principal | None, name: str, owner: str | None = None
+    session: Session | Connection, principal: Principal | None, name: str, owner: str | None = None
 ) -> EnvironmentView | None:
     """Like ``visible_environment_named`` (and ``owner``'s if given), as a plain ``EnvironmentView``
     with its tags, versions and files, read with Core selects. Visibility is in the first query, so
@@ -124,7 +124,7 @@ def _environment_by_name(scope: ReadScope, with_owner: bool) -> Select[*tuple[An
 
 
 def get_environment_view(
-    session: Session, principal: Principal | None, owner: str, name: str
+    session: Session | Connection, principal: Principal | None, owner: str, name: str
 ) -> EnvironmentView:
     """``get_environment`` for answers that only read: the same 404, a plain ``EnvironmentView``."""
     env = visible_environment_view(session, principal, name, owner)

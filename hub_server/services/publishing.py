@@ -21,10 +21,10 @@ from hub_server.auth import Principal
 from hub_server.context import Hub
 from hub_server.models import Environment, EnvironmentTag, File, Owner, Version as VersionRow, utcnow
 from hub_server.releases import find_version
-from hub_server.services.accounts import check_distribution_name
 from hub_server.services.environments import replace_tags
 from hub_server.services.errors import HubError
 from hub_server.services.lookups import environment_named, get_owner
+from hub_server.services.names import check_first_publish, check_reserved
 from hub_server.services.smoke import queue_smoke_check
 from hub_server.simple_index import bump_generation
 from hub_server.validation import InspectedUpload, UploadError, inspect_upload
@@ -78,12 +78,16 @@ def _name_taken(env: Environment | None, owner: Owner) -> None:
 
 
 def precheck_publish(hub: Hub, principal: Principal | None, owner_name: str, env_name: str) -> None:
-    """Cheap refusals before the upload is read: auth, namespace, name ownership."""
+    """Refusals before the upload is read: auth, namespace, reserved names, name ownership, and for a
+    name new to the hub, whether the upstream index serves it (``services.names``)."""
     with hub.db.read() as session:
         owner = get_owner(session, owner_name)
         _check_publish_rights(principal, owner)
-        check_distribution_name(env_name)  # reserved names (the SDK the hub serves): 409
-        _name_taken(environment_named(session, env_name), owner)
+        check_reserved(env_name)  # the SDK and its dependency closure: 409
+        env = environment_named(session, env_name)
+        _name_taken(env, owner)
+    if env is None:
+        check_first_publish(hub, env_name, owner)
 
 
 def publish(
@@ -217,6 +221,7 @@ def _insert_once(hub: Hub, attempt: _Attempt) -> tuple[int, int]:
             dependencies=info.dependencies,
             readme=info.readme,
             readme_content_type=info.readme_content_type,
+            readme_html=info.readme_html,
             content_hash=info.content_hash,
             sdist_files=info.sdist_files,
             yanked=False,

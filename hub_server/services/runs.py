@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from hub_server.auth import Principal
 from hub_server.context import Hub
-from hub_server.eval_stats import aggregate
+from hub_server.eval_stats import aggregate, ranking_bound
 from hub_server.models import Environment, EvalRollout, EvalRun, Owner, User, Version as VersionRow, utcnow
 from hub_server.services.errors import HubError, not_found
 from hub_server.services.lookups import get_environment, get_version
@@ -167,6 +167,7 @@ def create_run(
                 status="uploading",
                 num_examples=body.num_examples,
                 rollouts_per_example=body.rollouts_per_example,
+                shuffled=body.shuffle,
                 started_at=body.started_at,
                 finished_at=body.finished_at,
                 uploader_id=p.user_id,
@@ -205,6 +206,29 @@ def _row(run_id: int, r: wire.RolloutRecord) -> dict[str, Any]:
     }
 
 
+def _check_example_ids(session: Session, run: EvalRun, ids: set[int]) -> None:
+    """422 for example ids the run cannot have: beyond ``0 .. num_examples - 1``, or, for a shuffled run
+    (whose ids are dataset positions), more distinct ids than ``num_examples`` with those already stored."""
+    if not run.shuffled:
+        beyond = sorted(i for i in ids if i >= run.num_examples)
+        if beyond:
+            raise HubError(
+                422,
+                f"example_id {beyond[0]} is out of range: the run has {run.num_examples} example(s), ids 0.."
+                f"{run.num_examples - 1} (a run of shuffled examples says so when it is created: shuffle)",
+            )
+        return
+    # Concurrent chunks of one run are counted one after the other (PostgreSQL; SQLite writes are serial).
+    session.execute(select(EvalRun.id).where(EvalRun.id == run.id).with_for_update())
+    held = set(session.scalars(select(EvalRollout.example_id).where(EvalRollout.run_id == run.id).distinct()))
+    if len(held | ids) > run.num_examples:
+        raise HubError(
+            422,
+            f"the run has {run.num_examples} example(s), and this chunk brings its distinct example ids to "
+            f"{len(held | ids)}",
+        )
+
+
 def add_rollouts(
     hub: Hub, principal: Principal | None, run_id: int, chunk: wire.RolloutChunk
 ) -> wire.ChunkReceipt:
@@ -214,6 +238,7 @@ def add_rollouts(
         run = _run_for_write(session, p, run_id)
         if run.status != "uploading":
             raise HubError(409, f"eval run {run_id} is finalized; its rollouts cannot change")
+        _check_example_ids(session, run, {r.example_id for r in chunk.rollouts})
         for r in chunk.rollouts:
             if r.rollout_index >= run.rollouts_per_example:
                 raise HubError(
@@ -287,6 +312,18 @@ def finalize_run(hub: Hub, principal: Principal | None, run_id: int) -> wire.Eva
             setattr(run, name, getattr(stats, name))
         run.status = "complete"
         run.finalized_at = utcnow()
+        session.flush()
+        return _load_info(session, p, run_id)
+
+
+def set_visibility(
+    hub: Hub, principal: Principal | None, run_id: int, visibility: wire.Visibility
+) -> wire.EvalRunInfo:
+    """Make a run public (the leaderboard shows it) or private; publishers of its namespace only."""
+    p = _require_writer(principal)
+    with hub.db.write() as session:
+        run = _run_for_write(session, p, run_id)
+        run.visibility = visibility
         session.flush()
         return _load_info(session, p, run_id)
 
@@ -379,6 +416,39 @@ def get_rollout(
     return _stored(data)
 
 
+RolloutKey = tuple[int, int]
+
+
+def rollout_neighbours(
+    session: Session, run_id: int, example_id: int, rollout_index: int
+) -> tuple[RolloutKey | None, RolloutKey | None, int, int]:
+    """For the rollout viewer's previous/next links: the rollouts before and after (example_id,
+    rollout_index) in the run's (example, index) order, this one's position (1-based) and the total.
+    The caller has already checked that the run is visible."""
+    key = (EvalRollout.example_id, EvalRollout.rollout_index)
+    before = or_(
+        EvalRollout.example_id < example_id,
+        and_(EvalRollout.example_id == example_id, EvalRollout.rollout_index < rollout_index),
+    )
+    after = or_(
+        EvalRollout.example_id > example_id,
+        and_(EvalRollout.example_id == example_id, EvalRollout.rollout_index > rollout_index),
+    )
+    in_run = EvalRollout.run_id == run_id
+    prev = session.execute(
+        select(*key).where(in_run, before).order_by(*(c.desc() for c in key)).limit(1)
+    ).first()
+    nxt = session.execute(select(*key).where(in_run, after).order_by(*key).limit(1)).first()
+    position = (session.scalar(select(func.count()).where(in_run, before)) or 0) + 1
+    total = session.scalar(select(func.count()).where(in_run)) or 0
+    return (
+        (prev[0], prev[1]) if prev else None,
+        (nxt[0], nxt[1]) if nxt else None,
+        position,
+        total,
+    )
+
+
 #: The eval page groups at most this many rollouts (the API pages through all of them).
 OVERVIEW_LIMIT = 20_000
 
@@ -422,13 +492,15 @@ def run_overview(
     return info, records
 
 
-def _score(avg_reward: float | None) -> float:
-    return avg_reward if avg_reward is not None else -math.inf
+def _score(run: EvalRun) -> float:
+    bound = ranking_bound(run.avg_reward, run.scored_count, run.reward_ci95)
+    return bound if bound is not None else -math.inf
 
 
 def leaderboard(session: Session, env: Environment, pick: wire.LeaderboardPick = "best") -> wire.Leaderboard:
-    """One entry per (model, version) of ``env``: its best (highest mean reward) or latest complete
-    public run."""
+    """One entry per (model, version) of ``env``: its best or latest complete public run, ranked by the
+    lower end of the 95% interval of the mean reward (``eval_stats.ranking_bound``; "best" picks by it too),
+    so a handful of lucky rollouts does not outrank a large run."""
     rows = session.execute(
         _run_select()
         .where(EvalRun.environment_id == env.id, EvalRun.visibility == "public", EvalRun.status == "complete")
@@ -439,9 +511,7 @@ def leaderboard(session: Session, env: Environment, pick: wire.LeaderboardPick =
     for row in rows:  # newest first
         run, version = row[0], row[3]
         key = (run.model, version)
-        better = (
-            pick == "best" and key in chosen and _score(run.avg_reward) > _score(chosen[key][0].avg_reward)
-        )
+        better = pick == "best" and key in chosen and _score(run) > _score(chosen[key][0])
         if key not in chosen or better:
             chosen[key] = row
     entries = [
@@ -451,12 +521,22 @@ def leaderboard(session: Session, env: Environment, pick: wire.LeaderboardPick =
             run_id=run.id,
             avg_reward=run.avg_reward,
             reward_ci95=run.reward_ci95,
+            reward_lower=ranking_bound(run.avg_reward, run.scored_count, run.reward_ci95),
             pass_at_k=run.pass_at_k,
             rollout_count=run.rollout_count,
+            scored_count=run.scored_count,
             date=run.finalized_at or run.created_at,
             uploader=uploader,
         )
         for run, _o, _n, version, uploader in chosen.values()
     ]
-    entries.sort(key=lambda e: (-_score(e.avg_reward), e.model, e.version))
+    entries.sort(
+        key=lambda e: (
+            e.reward_lower is None,
+            -(e.reward_lower or 0.0),
+            -(e.avg_reward if e.avg_reward is not None else -math.inf),
+            e.model,
+            e.version,
+        )
+    )
     return wire.Leaderboard(environment=env.full_name, pick=pick, entries=entries)

@@ -69,6 +69,7 @@ class SmokeChecks:
         self.hub = hub
         self._pool = ThreadPoolExecutor(max_workers=hub.settings.smoke_workers, thread_name_prefix="vf-smoke")
         self._pending: set[Future[None]] = set()
+        self._running: set[subprocess.Popen[str]] = set()  # the vf-smoke processes of running checks
         self._lock = threading.Lock()
 
     def queue(self, version_id: int) -> None:
@@ -93,8 +94,18 @@ class SmokeChecks:
             pending = set(self._pending)
         return not wait(pending, timeout=timeout).not_done
 
-    def shutdown(self) -> None:
+    def shutdown(self, *, stop_running: bool = False) -> None:
+        """Drop the queued checks; with ``stop_running``, also stop the running ones and wait for their
+        threads (``vf-hub serve --demo`` on SIGTERM, before it removes its data dir)."""
+        if not stop_running:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            return
         self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            running = list(self._running)
+        for proc in running:
+            proc.terminate()
+        self._pool.shutdown(wait=True)
 
     def _run(self, version_id: int) -> None:
         settings = self.hub.settings
@@ -116,6 +127,8 @@ class SmokeChecks:
                 backend=settings.smoke_backend,
                 timeout_s=settings.smoke_timeout_seconds,
                 index_url=settings.resolved_smoke_index_url,
+                max_dependency_mb=settings.smoke_max_dependency_mb,
+                running=(self._running, self._lock),
             )
         except Exception as exc:  # the check itself broke: record it, the publish stands
             log.exception("smoke check of version %s crashed", version_id)
@@ -181,19 +194,39 @@ def smoke_check_of(hub: Hub, version_id: int, *, with_log: bool = False) -> Smok
 
 
 def _run_vf_smoke(
-    filename: str, data: bytes, *, backend: str | None, timeout_s: float, index_url: str | None
+    filename: str,
+    data: bytes,
+    *,
+    backend: str | None,
+    timeout_s: float,
+    index_url: str | None,
+    max_dependency_mb: int,
+    running: tuple[set[subprocess.Popen[str]], threading.Lock] | None = None,
 ) -> SmokeReport:
     """``python -m verifiers.cli.smoke WHEEL --json`` with this interpreter; its report, parsed."""
     with tempfile.TemporaryDirectory(prefix="vf-hub-smoke-") as tmp:
         wheel = Path(tmp) / filename
         wheel.write_bytes(data)
-        cmd = [sys.executable, "-m", "verifiers.cli.smoke", str(wheel), "--json", "--timeout", str(timeout_s)]
+        cmd = [sys.executable, "-m", "verifiers.cli.smoke", str(wheel), "--json", "--timeout", str(timeout_s),
+               "--max-dependency-mb", str(max_dependency_mb)]  # fmt: skip
         if backend:
             cmd += ["--backend", backend]
         if index_url:
             cmd += ["--index-url", index_url]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s + _PROCESS_GRACE_S)
-    report = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("{")), None)
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+            if running is not None:  # so that shutdown(stop_running=True) can stop it
+                with running[1]:
+                    running[0].add(proc)
+            try:
+                stdout, stderr = proc.communicate(timeout=timeout_s + _PROCESS_GRACE_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                raise
+            finally:
+                if running is not None:
+                    with running[1]:
+                        running[0].discard(proc)
+    report = next((ln for ln in reversed(stdout.splitlines()) if ln.startswith("{")), None)
     if report is None:  # the command itself broke: its stderr is the reason
-        raise RuntimeError(f"vf-smoke exited with {proc.returncode}: {proc.stderr.strip()[-400:]}")
+        raise RuntimeError(f"vf-smoke exited with {proc.returncode}: {stderr.strip()[-400:]}")
     return SmokeReport.model_validate_json(report)

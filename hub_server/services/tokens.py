@@ -18,6 +18,7 @@ from hub_server.context import Hub
 from hub_server.models import ApiToken, utcnow
 from hub_server.services.errors import HubError
 from hub_server.services.lookups import find_user
+from hub_server.services.web_sessions import end_token_sessions
 
 
 def create_token(
@@ -79,6 +80,7 @@ def revoke_token(hub: Hub, token_id: int, *, principal: Principal | None = None)
         now = utcnow()
         # Breadth-first over the tokens minted from this one: a leaked parent takes its children with it.
         frontier = [row.id]
+        revoked = [row.id]
         if row.revoked_at is None:
             row.revoked_at = now
         while frontier:
@@ -87,14 +89,10 @@ def revoke_token(hub: Hub, token_id: int, *, principal: Principal | None = None)
                 if child.revoked_at is None:
                     child.revoked_at = now
             frontier = [c.id for c in children]
+            revoked += frontier
+        end_token_sessions(session, revoked)  # the browsers signed in with them are signed out
         bump_catalogue(session)  # workers forget the principals they cached (api_reads.PrincipalCache)
 
 
 def list_tokens(session: Session, user_id: int) -> list[ApiToken]:
     return list(session.scalars(select(ApiToken).where(ApiToken.user_id == user_id).order_by(ApiToken.id)))
-
-
-def token_expiry(hub: Hub, token_id: int) -> datetime | None:
-    """When the token expires (None: never); the web login caps its cookie's lifetime by it."""
-    with hub.db.read() as session:
-        return session.scalar(select(ApiToken.expires_at).where(ApiToken.id == token_id))

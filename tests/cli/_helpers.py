@@ -45,8 +45,9 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def run_cli(
-    name: str, *args: str, cwd: Path, timeout: float = 120, env: dict[str, str] | None = None
+    name: str, *args: str, cwd: Path, timeout: float = 300, env: dict[str, str] | None = None
 ) -> Result:
+    """Run a console script to its end; ``timeout`` only guards against a hang (a loaded machine is slow)."""
     proc = subprocess.run(
         [script(name), *args],
         cwd=cwd,

@@ -20,7 +20,7 @@ from tests.cli._helpers import (
     run_dirs,
     script,
 )
-from tests.scripted_server import Reply, ScriptedServer
+from tests.scripted_server import Reply, Rule, ScriptedServer
 from verifiers.clients.local_model import free_port
 
 
@@ -218,12 +218,12 @@ def test_missing_api_key_variable(workdir: Path) -> None:
 
 def test_unreachable_url_fails_fast(workdir: Path) -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
-    t0 = time.monotonic()
     res = vf_eval(workdir, "cli-env", "-m", "some-model", "-b", url)
-    assert time.monotonic() - t0 < 30
+    # "cannot reach" is the endpoint check's verdict (one probe and one retry), before any rollout runs.
     line = assert_one_line_error(res, 1, "cannot reach", url)
     for hint in ("URL", "OPENAI_API_KEY", "some-model"):
         assert hint in line
+    assert not [d for d in run_dirs(workdir) if (d / "results.jsonl").is_file() and read_results(d)]
 
 
 def test_every_rollout_failing_exits_nonzero(workdir: Path) -> None:
@@ -247,32 +247,34 @@ def test_resume_of_another_model_is_refused(workdir: Path, start_server) -> None
     assert_one_line_error(res, 2, "nothing to resume")
 
 
-def test_resume_after_sigkill_completes_every_pair_once(workdir: Path, start_server) -> None:
-    srv = start_server(RULES, delay=0.15)
-    args = ["cli-env", "-m", "m", "-b", srv.url, "-n", "6", "-r", "3", "-c", "2"]
-    proc = subprocess.Popen(
-        [script("vf-eval"), *args],
-        cwd=workdir,
-        env=clean_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    results = None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        found = list((workdir / "outputs").rglob("results.jsonl")) if (workdir / "outputs").exists() else []
-        if found and len(found[0].read_text().splitlines()) >= 3:
-            results = found[0]
-            break
-        time.sleep(0.05)
-    assert results is not None, "vf-eval wrote no results in time"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(10)
-    before = len(read_results(results.parent))
-    assert 3 <= before < 18
-    # Bare --resume finds the newest incomplete run of this env and model under ./outputs/evals, however
-    # the id is spelled (cli_env normalizes to cli-env).
-    res = vf_eval(workdir, "cli_env", "-m", "m", "-b", srv.url, "--resume")
+def _answer_q0_hold_the_rest(body: dict) -> Reply:
+    """RULES' answers; every example but q0 is held: q0's group is the only one written until release()."""
+    question = body["messages"][-1]["content"]
+    return Reply(content=RULES.get(question, "wrong"), hold=question != "q0")
+
+
+def test_resume_after_sigkill_completes_every_pair_once(workdir: Path) -> None:
+    with ScriptedServer(handler=_answer_q0_hold_the_rest) as srv:
+        args = ["cli-env", "-m", "m", "-b", srv.url, "-n", "6", "-r", "3", "-c", "2"]
+        proc = subprocess.Popen(
+            [script("vf-eval"), *args],
+            cwd=workdir,
+            env=clean_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            srv.wait_for_requests(5)  # q0's three, then both slots held on the next example
+            [results] = list((workdir / "outputs").rglob("results.jsonl"))
+            _wait_for_lines(results, 3)
+        finally:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+        assert len(read_results(results.parent)) == 3  # q0's group: nothing else was answered
+        srv.release()
+        # Bare --resume finds the newest incomplete run of this env and model under ./outputs/evals, however
+        # the id is spelled (cli_env normalizes to cli-env).
+        res = vf_eval(workdir, "cli_env", "-m", "m", "-b", srv.url, "--resume")
     assert res.code == 0, res.stderr
     assert only_run(workdir) == results.parent
     records = read_results(results.parent)
@@ -283,27 +285,39 @@ def test_resume_after_sigkill_completes_every_pair_once(workdir: Path, start_ser
     assert meta["status"] == "completed" and meta["counts"]["completed"] == 18
 
 
-def test_sigterm_marks_run_cancelled_and_resume_hint(workdir: Path, start_server) -> None:
-    srv = start_server(RULES, delay=0.3)
-    proc = subprocess.Popen(
-        [script("vf-eval"), "cli-env", "-m", "m", "-b", srv.url, "-n", "6", "-r", "2", "-c", "1"],
-        cwd=workdir,
-        env=clean_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not list(workdir.rglob("results.jsonl")):
+def _wait_for_lines(path: Path, n: int, timeout: float = 300) -> None:
+    """Until ``path`` has ``n`` lines (the timeout only guards against a hang)."""
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.read_bytes().count(b"\n") >= n):
+        assert time.monotonic() < deadline, f"{path} never reached {n} lines"
         time.sleep(0.05)
-    time.sleep(0.4)
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=30)
+
+
+def test_sigterm_marks_run_cancelled_and_resume_hint(workdir: Path) -> None:
+    with ScriptedServer(rules=[Rule(k, v) for k, v in RULES.items()], default="wrong", hold_after=2) as srv:
+        proc = subprocess.Popen(
+            [script("vf-eval"), "cli-env", "-m", "m", "-b", srv.url, "-n", "6", "-r", "2", "-c", "1"],
+            cwd=workdir,
+            env=clean_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            srv.wait_for_requests(3)  # the first group is written, the next request is held: mid-run
+            _wait_for_lines(only_run(workdir) / "results.jsonl", 2)
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(30)
     assert proc.returncode == 130
     assert "Traceback" not in err
     assert "--resume" in err
     meta = json.loads((only_run(workdir) / "metadata.json").read_text())
     assert meta["status"] == "cancelled"
+    assert meta["counts"]["completed"] == 2  # the first group; the held request was never recorded
 
 
 def test_rescore_with_a_fixed_rubric(workdir: Path, start_server) -> None:

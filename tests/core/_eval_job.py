@@ -2,7 +2,8 @@
 
 Usage: python tests/core/_eval_job.py URL OUT_DIR N R [--resume] [--block-setup]
 
-``--block-setup``: the environment's ``setup()`` never returns (a run stuck in start-up).
+``--block-setup``: the environment's ``setup()`` prints ``SETUP`` and never returns (a run stuck in
+start-up).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ def build_env() -> vf.SingleTurnEnv:
     if "--block-setup" in sys.argv:
 
         async def setup() -> None:
+            print("SETUP", flush=True)
             await asyncio.Event().wait()
 
         env.setup = setup  # type: ignore[method-assign]

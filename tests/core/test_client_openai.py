@@ -60,12 +60,12 @@ async def test_async_openai_is_taken_over_by_the_fast_transport(scripted: Script
         organization="org-1",
         project="proj-1",
         default_headers={"X-Trace": "t-1"},
-        timeout=12.0,
+        timeout=120.0,
         max_retries=4,
     )
     client = as_client(sdk)
     assert client is not sdk
-    assert (client.backend, client.max_retries, client.timeout) == ("aiohttp", 4, 12.0)
+    assert (client.backend, client.max_retries, client.timeout) == ("aiohttp", 4, 120.0)
     assert client.base_urls == [str(sdk.base_url).rstrip("/")]  # recorded as the user wrote it
     async with client:
         assert (await client.chat("m", MSGS)).text == "ok"
@@ -86,15 +86,18 @@ async def test_async_openai_options_override_what_it_carries(
 ) -> None:
     sdk = openai.AsyncOpenAI(base_url=scripted.url, api_key="k", default_headers={"X-A": "1"}, timeout=50.0)
     opts: ClientOptions = {"max_retries": 0, "headers": {"X-B": "2"}, "api": "responses", "timeout": 0.3}
-    async with owned_client(sdk, backend=backend, **opts) as c:
-        assert (c.backend, c.max_retries, c.api, c.timeout) == (backend, 0, "responses", 0.3)
+    # Headers and route from an answered call under a generous timeout (a 0.3 s one can expire on a loaded
+    # machine before the request is even sent, and then the server has nothing to show).
+    async with owned_client(sdk, backend=backend, **{**opts, "timeout": 60.0}) as c:
         await c.chat("m", MSGS)
-        scripted.enqueue(Reply(delay=1.0))
-        with pytest.raises(RequestTimeoutError):  # the overriding timeout is the one applied
-            await c.chat("m", MSGS)
     headers = scripted.request_meta[0]["headers"]
     assert (headers["x-a"], headers["x-b"]) == ("1", "2")
     assert scripted.request_meta[0]["path"] == "/v1/responses"
+    async with owned_client(sdk, backend=backend, **opts) as c:
+        assert (c.backend, c.max_retries, c.api, c.timeout) == (backend, 0, "responses", 0.3)
+        scripted.enqueue(Reply(hold=True))  # never answered while the test runs: no race with the 0.3 s
+        with pytest.raises(RequestTimeoutError):  # the overriding timeout is the one applied
+            await c.chat("m", MSGS)
     assert sdk.timeout == 50.0 and sdk.max_retries == 2  # the caller's client is unchanged
     await sdk.close()
 

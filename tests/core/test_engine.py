@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import verifiers as vf
 from tests.scripted_server import Reply, ScriptedServer
 from verifiers.eval import ResumeMismatchError, RunDirectory, pass_at_k
+from verifiers.eval.run import METADATA_INTERVAL_S
 from verifiers.types import RolloutResult, RunMetadata
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,12 +39,18 @@ def make_env(n: int) -> vf.SingleTurnEnv:
 
 @pytest.mark.parametrize(("concurrency", "r"), [(1, 1), (5, 3), (16, 4)])
 async def test_max_concurrent_is_honoured_exactly(concurrency: int, r: int) -> None:
-    with ScriptedServer(delay=0.02) as srv:
+    # Every request waits until the cap's worth is in flight: the cap is reached whatever the machine's speed.
+    with ScriptedServer(delay=0.02, hold_after=0) as srv:
         env = make_env(12)
         progress = vf.RunProgress()
-        run = await env.a_evaluate(
-            srv.url, "m", rollouts_per_example=r, max_concurrent=concurrency, progress=progress
+        running = asyncio.create_task(
+            env.a_evaluate(
+                srv.url, "m", rollouts_per_example=r, max_concurrent=concurrency, progress=progress
+            )
         )
+        await asyncio.to_thread(srv.wait_for_requests, concurrency)
+        srv.release()
+        run = await running
     assert run.metadata.counts.completed == 12 * r
     assert srv.max_in_flight == concurrency  # reached, never exceeded, seen by the server
     assert progress.max_in_flight == concurrency
@@ -124,7 +134,8 @@ async def test_refuses_to_overwrite_and_checks_resume_settings(
     assert (out / "results.jsonl").read_bytes() == before and run.metadata.counts.completed == 2
 
 
-def _wait_for_lines(path: Path, n: int, timeout: float = 30) -> None:
+def _wait_for_lines(path: Path, n: int, timeout: float = 300) -> None:
+    """Until ``path`` has ``n`` lines (the timeout only guards against a hang)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if path.exists() and path.read_text().count("\n") >= n:
@@ -134,6 +145,7 @@ def _wait_for_lines(path: Path, n: int, timeout: float = 30) -> None:
 
 
 def _job(url: str, out: Path, *extra: str) -> subprocess.Popen[str]:
+    """``_eval_job.py``: 40 examples q0..q39, 3 rollouts each, 4 rollouts in flight."""
     return subprocess.Popen(
         [sys.executable, str(JOB), url, str(out), "40", "3", *extra],
         cwd=ROOT,
@@ -141,6 +153,13 @@ def _job(url: str, out: Path, *extra: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def _answer_first(groups: int) -> ScriptedServer:
+    """A server that answers the first ``groups`` examples and holds every later one until ``release()``:
+    those groups are written and the run is still in flight, however fast or slow the machine. (Slots go
+    to groups in order, so the held requests never starve an earlier group.)"""
+    return ScriptedServer(handler=lambda body: Reply(hold=int(body["messages"][-1]["content"][1:]) >= groups))
 
 
 def _check_exactly_once(out: Path, n: int, r: int) -> None:
@@ -152,21 +171,25 @@ def _check_exactly_once(out: Path, n: int, r: int) -> None:
 
 def test_resume_after_sigkill_runs_every_rollout_exactly_once(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    with ScriptedServer(delay=0.03) as srv:
+    with _answer_first(5) as srv:
         proc = _job(srv.url, out)
-        _wait_for_lines(out / "results.jsonl", 15)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        try:
+            srv.wait_for_requests(15 + 4)  # five groups answered, then all four slots held
+            _wait_for_lines(out / "results.jsonl", 15)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(30)
         # Simulate a kill in the middle of a write: a torn last line must be cut off, not kept.
         with open(out / "results.jsonl", "ab") as f:
             f.write(b'{"example_id": 39, "rollout_ind')
         partial = RunMetadata.model_validate_json((out / "metadata.json").read_text())
         assert partial.status == "running"
         done_before = RunDirectory(out).load_results(repair=False)
-        assert 15 <= len(done_before) < 120
+        assert len(done_before) == 15
+        srv.release()
         srv.reset_stats()
         resumed = _job(srv.url, out, "--resume")
-        stdout, stderr = resumed.communicate(timeout=60)
+        stdout, stderr = resumed.communicate(timeout=300)
         assert resumed.returncode == 0, stderr
         assert "STATUS completed 120" in stdout
         # only the missing rollouts were requested again
@@ -178,19 +201,26 @@ def test_resume_after_sigkill_runs_every_rollout_exactly_once(tmp_path: Path) ->
 
 def test_ctrl_c_leaves_a_consistent_resumable_run(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    with ScriptedServer(delay=0.03) as srv:
+    with _answer_first(3) as srv:
         proc = _job(srv.url, out)
-        _wait_for_lines(out / "results.jsonl", 9)
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=30)
+        try:
+            srv.wait_for_requests(9 + 4)  # three groups answered, four rollouts in flight
+            _wait_for_lines(out / "results.jsonl", 9)
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=300)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(30)
         assert proc.returncode != 0
         meta = RunMetadata.model_validate_json((out / "metadata.json").read_text())
         assert meta.status == "cancelled"
         data = (out / "results.jsonl").read_bytes()
         assert data.endswith(b"\n")  # no torn line after a clean cancel
-        assert meta.counts.completed == data.count(b"\n")  # metadata agrees with the file
+        assert meta.counts.completed == data.count(b"\n") == 9  # metadata agrees with the file
+        srv.release()
         resumed = _job(srv.url, out, "--resume")
-        stdout, stderr = resumed.communicate(timeout=60)
+        stdout, stderr = resumed.communicate(timeout=300)
         assert resumed.returncode == 0, stderr
         assert "STATUS completed 120" in stdout
     _check_exactly_once(out, 40, 3)
@@ -199,20 +229,36 @@ def test_ctrl_c_leaves_a_consistent_resumable_run(tmp_path: Path) -> None:
 
 def test_metadata_is_rewritten_while_running(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    with ScriptedServer(delay=0.05) as srv:
+    second_group = threading.Event()
+
+    async def handler(body: dict[str, Any]) -> Reply:
+        example = int(body["messages"][-1]["content"][1:])
+        while example == 1 and not second_group.is_set():  # noqa: ASYNC110 - set from the test thread
+            await asyncio.sleep(0.01)
+        return Reply(hold=example >= 2)
+
+    with ScriptedServer(handler=handler) as srv:
         proc = _job(srv.url, out)
         try:
             _wait_for_lines(out / "results.jsonl", 3)
-            deadline = time.monotonic() + 10
-            seen = 0
-            while time.monotonic() < deadline and seen == 0:
-                meta = RunMetadata.model_validate_json((out / "metadata.json").read_text())
-                seen = meta.counts.completed
+            # The rewrite is due once METADATA_INTERVAL_S has passed since the last write (at the latest,
+            # the first group's): the second group's records come after that, the run still in flight.
+            time.sleep(METADATA_INTERVAL_S)
+            second_group.set()
+            _wait_for_lines(out / "results.jsonl", 6)
+            deadline = time.monotonic() + 300
+            while (
+                meta := RunMetadata.model_validate_json((out / "metadata.json").read_text())
+            ).counts.completed == 0:
+                assert time.monotonic() < deadline, "metadata.json was not rewritten while the run ran"
                 time.sleep(0.1)
-            assert seen > 0 and meta.status == "running"
+            # Rewritten after the first group (if its records came a second after the first write) or the
+            # second: either way mid-run, the held third group still in flight.
+            assert meta.counts.completed in (3, 6) and meta.status == "running"
         finally:
+            second_group.set()
             proc.kill()
-            proc.wait()
+            proc.wait(30)
 
 
 async def test_progress_rate_counts_only_this_runs_rollouts(tmp_path: Path, scripted: ScriptedServer) -> None:
@@ -227,8 +273,11 @@ async def test_progress_rate_counts_only_this_runs_rollouts(tmp_path: Path, scri
     progress = vf.RunProgress()
     await env.a_evaluate(scripted.url, "m", num_examples=4, output_dir=out, resume=True, progress=progress)
     assert (progress.done, progress.total, progress.preloaded) == (4, 4, 2)
-    elapsed = time.monotonic() - progress.started
-    assert progress.rate == pytest.approx(2 / elapsed, rel=0.2)
+    # The rate is read between these two instants: this run's 2 rollouts over an elapsed time between them.
+    before = time.monotonic()
+    rate = progress.rate
+    after = time.monotonic()
+    assert 2 / (after - progress.started) <= rate <= 2 / (before - progress.started)
 
 
 async def test_rescore_records_a_failing_rubric_instead_of_crashing(

@@ -187,7 +187,7 @@ async def test_cleanup_runs_on_error_and_cancel(scripted: ScriptedServer) -> Non
     scripted.handler = lambda body: Reply(content="x", delay=0.05)
     client = vf.Client(scripted.url)
     task = asyncio.create_task(env.rollout(client, "m", env.select_rows()[0], rollout_index=7))
-    await asyncio.sleep(0.2)
+    await asyncio.to_thread(scripted.wait_for_requests, 1)  # mid-rollout: its first turn was sent
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

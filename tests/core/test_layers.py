@@ -20,6 +20,7 @@ LAYERS: dict[str, int] = {
     "errors": 0,
     "_exit_hooks": 0,
     "_exports": 0,
+    "_extras": 0,
     "sandbox": 1,
     "hub": 1,
     "trajectory": 1,

@@ -169,24 +169,24 @@ async def test_group_function_with_wrong_length_errors_every_rollout() -> None:
 
 
 async def test_rubric_group_sums_and_runs_concurrently() -> None:
-    started: list[str] = []
+    # Each function finishes only once the other has started: run one after the other, the first would
+    # wait out its guard and fail (a scoring error, no reward).
+    a_started, b_started = asyncio.Event(), asyncio.Event()
 
     async def slow_a() -> float:
-        started.append("a")
-        await asyncio.sleep(0.2)
+        a_started.set()
+        await asyncio.wait_for(b_started.wait(), 60)
         return 1.0
 
     async def slow_b() -> float:
-        started.append("b")
-        await asyncio.sleep(0.2)
+        b_started.set()
+        await asyncio.wait_for(a_started.wait(), 60)
         return 2.0
 
     group = RubricGroup([Rubric([slow_a]), Rubric([slow_b], weights=[0.5])])
     s = make_state()
-    loop = asyncio.get_running_loop()
-    t0 = loop.time()
     await group.score_rollout(s)
-    assert loop.time() - t0 < 0.35  # both ran at once
+    assert s["error"] is None, s["error"]
     assert s["reward"] == pytest.approx(2.0)
     assert s["metrics"] == {"slow_a": 1.0, "slow_b": 2.0}
 

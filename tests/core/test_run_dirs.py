@@ -1,5 +1,5 @@
-"""Run directories (issue 11, part 2): one writer per directory, resumable from the first moment, and
-records the results writer cannot lose (big integers exact, everything else by one conversion rule)."""
+"""Run directories (issue 11, part 2; issue 22): one writer per directory, made at the first rollout (a
+start-up that fails or is killed leaves none), and records the results writer cannot lose (big integers exact, everything else by one conversion rule)."""
 
 from __future__ import annotations
 
@@ -85,7 +85,9 @@ async def test_a_directory_killed_before_its_first_metadata_is_resumable(
         await make_env(1).a_evaluate(scripted.url, "m", resume=str(other))
 
 
-def test_a_run_killed_in_setup_is_resumable(tmp_path: Path) -> None:
+def test_a_run_killed_in_setup_leaves_no_directory_and_runs_again(tmp_path: Path) -> None:
+    """The run directory is made at the first rollout (issue 22): a run killed in its start-up leaves
+    nothing to resume, and the same run again (``resume=True`` too) starts there afresh."""
     out = tmp_path / "run"
     with ScriptedServer() as srv:
         proc = subprocess.Popen(
@@ -94,24 +96,32 @@ def test_a_run_killed_in_setup_is_resumable(tmp_path: Path) -> None:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not (out / "metadata.json").exists():
-            time.sleep(0.02)
-        time.sleep(0.2)
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == b"SETUP"  # in env.setup(), which never returns
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        meta = RunMetadata.model_validate_json((out / "metadata.json").read_text())
-        assert (meta.status, meta.num_examples, meta.rollouts_per_example) == ("running", 5, 2)
-        assert not srv.requests
+        assert not out.exists() and not srv.requests
         resumed = subprocess.run(
             [sys.executable, str(JOB), srv.url, str(out), "5", "2", "--resume"],
             cwd=ROOT,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=300,
         )
         assert resumed.returncode == 0, resumed.stderr
         assert "STATUS completed 10" in resumed.stdout
+
+
+async def test_a_failed_setup_leaves_no_directory(tmp_path: Path, scripted: ScriptedServer) -> None:
+    env = make_env(2)
+
+    async def setup() -> None:
+        raise RuntimeError("no sandbox today")
+
+    env.setup = setup  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="no sandbox today"):
+        await env.a_evaluate(scripted.url, "m", output_dir=tmp_path / "deep" / "run")
+    assert not (tmp_path / "deep").exists() and not scripted.requests
 
 
 # --- values the writer must not lose ---------------------------------------------------------------
@@ -283,3 +293,101 @@ async def test_resume_compares_settings_as_written(tmp_path: Path, scripted: Scr
     assert run.metadata.counts.completed == 2
     pairs = Counter((r["example_id"], r["rollout_index"]) for r in RunDirectory(out).load_results())
     assert set(pairs.values()) == {1}
+
+
+# --- large env_args by content hash (issue 25 item 4; contract 3.4) -------------------------------------
+def test_large_env_args_are_recorded_by_content_hash_and_read_back(tmp_path: Path) -> None:
+    import hashlib
+
+    from verifiers.hub import env_args as ea
+
+    rows = [{"question": f"q{i}", "answer": "ok", "info": {"repo": "x" * 5000}} for i in range(20)]
+    rd = RunDirectory(tmp_path / "run")
+    meta = RunMetadata(
+        env_id="t",
+        env_version="0",
+        env_content_hash="",
+        sdk_version="0",
+        env_args={"rows": rows, "split": "test", "pair": (1, 2)},
+        model="m",
+        base_url="",
+        num_examples=1,
+        rollouts_per_example=1,
+        started_at="2026-01-01T00:00:00+00:00",
+    )
+    rd.write_metadata(meta)
+    rd.write_metadata(meta)  # rewritten as the run goes: the file is written once, by its name
+    on_disk = json.loads(rd.metadata_path.read_text())["env_args"]
+    assert on_disk["split"] == "test" and on_disk["pair"] == [1, 2]  # small values stay inline
+    ref = on_disk["rows"]
+    assert ea.is_reference(ref) and ref["$file"] == f"env_args/{ref['sha256']}.json"
+    data = (rd.path / ref["$file"]).read_bytes()
+    assert hashlib.sha256(data).hexdigest() == ref["sha256"] and len(data) == ref["bytes"]
+    assert rd.metadata_path.stat().st_size < 2000
+    assert list(json.loads(rd.metadata_path.read_text())) == list(RunMetadata.model_fields)  # field order
+    back = rd.read_metadata()
+    assert back is not None and back.env_args == {"rows": rows, "split": "test", "pair": [1, 2]}
+    # Altered or missing: a clear error, never the reference taken for the value.
+    (rd.path / ref["$file"]).write_bytes(data.replace(b"q1", b"q9", 1))
+    with pytest.raises(ea.EnvArgsFileError, match="sha256 differs"):
+        rd.read_metadata()
+    (rd.path / ref["$file"]).unlink()
+    with pytest.raises(ValueError, match="cannot be read"):
+        rd.read_metadata()
+
+
+def test_run_directories_with_inline_env_args_still_read(tmp_path: Path) -> None:
+    out = tmp_path / "old"
+    out.mkdir()
+    big = {"rows": ["y" * 10_000]}  # what a run directory held before the rule: every value inline
+    (out / "metadata.json").write_text(
+        json.dumps(
+            {
+                "env_id": "t",
+                "env_version": "0",
+                "env_content_hash": "",
+                "sdk_version": "0",
+                "env_args": big,
+                "model": "m",
+                "base_url": "",
+                "num_examples": 1,
+                "rollouts_per_example": 1,
+                "started_at": "2026-01-01T00:00:00+00:00",
+                "status": "completed",
+            }
+        )
+    )
+    meta = RunDirectory(out).read_metadata()
+    assert meta is not None and meta.env_args == big
+
+
+def test_a_value_that_looks_like_a_reference_round_trips(tmp_path: Path) -> None:
+    from verifiers.hub import env_args as ea
+
+    lookalike = {"$file": "env_args/x.json", "sha256": "x", "bytes": 1}  # a user's own value
+
+    def store(relative: str, data: bytes) -> None:
+        (tmp_path / relative).parent.mkdir(exist_ok=True)
+        (tmp_path / relative).write_bytes(data)
+
+    recorded = ea.compact({"a": lookalike}, store)
+    assert recorded["a"] != lookalike
+    assert ea.expand(recorded, tmp_path) == {"a": lookalike}
+    assert ea.compact({"a": recorded["a"]}) == recorded  # an upload sends a reference as it is
+
+
+async def test_a_run_over_large_env_args_resumes(tmp_path: Path, scripted: ScriptedServer) -> None:
+    rows = [{"question": f"q{i}", "answer": "ok", "info": {"pad": "z" * 3000}} for i in range(4)]
+
+    def make() -> vf.SingleTurnEnv:
+        env = vf.SingleTurnEnv(dataset=[dict(r) for r in rows], rubric=vf.Rubric([exact]), env_id="t")
+        env.set_identity("t", "0", "", {"rows": rows})
+        return env
+
+    out = tmp_path / "run"
+    first = await make().a_evaluate(scripted.url, "m", output_dir=out, num_examples=2)
+    assert first.metadata.counts.completed == 2
+    assert (out / "env_args").is_dir()
+    (out / "results.jsonl").write_text((out / "results.jsonl").read_text().splitlines()[0] + "\n")
+    resumed = await make().a_evaluate(scripted.url, "m", output_dir=out, num_examples=2, resume=True)
+    assert resumed.metadata.counts.completed == 2 and resumed.metadata.env_args == {"rows": rows}

@@ -50,16 +50,17 @@ async def test_bash_and_python_tools_run_in_the_sandbox(
                 tool_call("python", {"code": "import os\nprint(sum(range(10)), os.getcwd())"}, call_id="p"),
             ],
         ),
-        Reply(content=None, tool_calls=[tool_call("bash", {"command": "sleep 5"}, call_id="slow")]),
+        Reply(content=None, tool_calls=[tool_call("bash", {"command": "sleep 600"}, call_id="slow")]),
         Reply(content="done"),
     )
-    env = Tracked(backend=secure_backend, command_timeout=1.0)
+    # 10 s: a loaded machine's python3 in a sandbox still starts in time; `sleep 600` never finishes in it.
+    env = Tracked(backend=secure_backend, command_timeout=10.0)
     (state,) = await env.a_generate(env.select_rows(), scripted.url, "m")
     assert state["error"] is None, state["error"]
     out = {m["tool_call_id"]: m["content"] for m in state["completion"] if m["role"] == "tool"}
     assert out["b"] == "out\n\n[stderr]\nerr\n\n[exit code 3]"
     assert out["p"] == "45 /workspace"
-    assert out["slow"] == "[timed out after 1s; the command was killed]"
+    assert out["slow"] == "[timed out after 10s; the command was killed]"
     record = env.result_record(state)
     RolloutResult.model_validate(record)
     assert record["sandbox_backend"] == secure_backend
@@ -96,7 +97,8 @@ async def test_sandbox_is_given_back_when_the_rollout_is_cancelled(
     client = vf.Client(scripted.url)
     try:
         task = asyncio.create_task(env.rollout(client, "m", env.select_rows()[0]))
-        await asyncio.sleep(1.0)  # the sleep is running in the sandbox now
+        await asyncio.to_thread(scripted.wait_for_requests, 1)  # the rollout holds its sandbox now
+        await asyncio.sleep(1.0)  # most likely running the `sleep` by now (the test holds either way)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

@@ -7,6 +7,7 @@ Without Ray installed the tests skip; with ``VF_REQUIRE_RAY=1`` (CI) that is a f
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -14,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,17 +24,23 @@ import pytest
 from tests.tiers import component_missing
 
 RAY = Path(sys.executable).with_name("ray")
-#: Nodes that stop answering are declared dead within about two seconds (Ray's default is ~30 s).
+#: A killed node is declared dead within about five seconds (its health checks are refused at once; Ray's
+#: default takes ~30 s), while a live node on a loaded machine has ten seconds to answer each check.
 FAST_HEALTH = {
-    "RAY_health_check_period_ms": "500",
-    "RAY_health_check_timeout_ms": "500",
-    "RAY_health_check_failure_threshold": "3",
+    "RAY_health_check_period_ms": "1000",
+    "RAY_health_check_timeout_ms": "10000",
+    "RAY_health_check_failure_threshold": "5",
     "RAY_USAGE_STATS_ENABLED": "0",
     # Loopback-only test clusters: without this, a token Ray wrote to ~/.ray/auth_token earlier (its
     # local ray.init() does) switches the head to token auth and the drivers' connections fail.
     "RAY_AUTH_MODE": "disabled",
 }
 NODE_FLAGS = ["--num-cpus=1", "--object-store-memory=100000000", "--disable-usage-stats", "--block"]
+#: ``ray start`` gives up when its raylet has not registered with the GCS within a fixed 30 s (not
+#: configurable), which a loaded machine can exceed: starting a node is retried this many times.
+NODE_ATTEMPTS = 4
+#: How long one node start may take before it counts as hung (a guard, not a speed requirement).
+NODE_DEADLINE_S = 300
 
 
 def _ray_missing() -> str | None:
@@ -57,54 +64,70 @@ class RayCluster:
     address: str = ""
     nodes: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
-    def _start(self, *args: str, name: str) -> subprocess.Popen[bytes]:
-        log = open(self.root / f"{name}.log", "wb")  # noqa: SIM115 - kept open for the process's life
-        proc = subprocess.Popen(
-            [str(RAY), "start", *args, *NODE_FLAGS],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **FAST_HEALTH},
-            start_new_session=True,  # its own process group: killed as one
-        )
+    def _start(self, *args: str, log: Path) -> subprocess.Popen[bytes]:
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(
+                [str(RAY), "start", *args, *NODE_FLAGS],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **FAST_HEALTH},
+                start_new_session=True,  # its own process group: killed as one
+            )
         self.nodes.append(proc)
         return proc
 
+    def _start_node(
+        self, name: str, args: list[str], up: Callable[[subprocess.Popen[bytes], str], bool]
+    ) -> subprocess.Popen[bytes]:
+        """Start a node, retried when ``ray start`` gives up (or hangs) before ``up(proc, log text)``."""
+        failures = []
+        for attempt in range(1, NODE_ATTEMPTS + 1):
+            log = self.root / f"{name}-{attempt}.log"
+            proc = self._start(*args, log=log)
+            deadline = time.monotonic() + NODE_DEADLINE_S
+            while time.monotonic() < deadline and proc.poll() is None:
+                if up(proc, log.read_text(errors="replace")):
+                    return proc
+                time.sleep(0.2)
+            self.kill(proc)
+            failures.append(f"--- attempt {attempt} ({log}):\n{log.read_text(errors='replace')[-2000:]}")
+        raise RuntimeError(f"the Ray node {name} did not start:\n" + "\n".join(failures))
+
     def start_head(self) -> None:
-        self._start("--head", "--port=0", "--include-dashboard=false", name="head")
-        log = self.root / "head.log"
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            m = re.search(r"ray start --address='([^']+)'", log.read_text(errors="replace"))
+        def up(proc: subprocess.Popen[bytes], log: str) -> bool:
+            m = re.search(r"ray start --address='([^']+)'", log)  # printed once the head is up
             if m:
                 self.address = m.group(1)
-                return
-            if self.nodes[0].poll() is not None:
-                break
-            time.sleep(0.2)
-        raise RuntimeError(f"the Ray head did not start:\n{log.read_text(errors='replace')[-3000:]}")
+            return m is not None
+
+        self._start_node("head", ["--head", "--port=0", "--include-dashboard=false"], up)
 
     def add_worker(self, name: str) -> subprocess.Popen[bytes]:
-        proc = self._start(f"--address={self.address}", f'--resources={{"{name}": 1}}', name=name)
-        self.wait_for_nodes(sum(1 for p in self.nodes if p.poll() is None))
-        return proc
+        """A worker node offering the custom resource ``name``, once the cluster counts it alive."""
 
-    def alive_nodes(self) -> int:
-        out = subprocess.run(
-            [sys.executable, "-c", _COUNT_NODES, self.address],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
-            timeout=60,
+        def up(proc: subprocess.Popen[bytes], log: str) -> bool:
+            # "Ray runtime started." comes once the raylet registered; then the cluster must see it.
+            return "Ray runtime started." in log and name in self.alive_resources()
+
+        return self._start_node(name, [f"--address={self.address}", f'--resources={{"{name}": 1}}'], up)
+
+    def alive_resources(self) -> set[str]:
+        """The resource names the cluster's live nodes offer (a query slow to answer counts as none yet)."""
+        try:
+            out = subprocess.run(
+                [sys.executable, "-c", _ALIVE_RESOURCES, self.address],
+                capture_output=True,
+                text=True,
+                env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+                timeout=120,
+            )
+        except subprocess.TimeoutExpired:
+            return set()
+        # Ray may print its own log lines to stdout too: the answer is the line with the marker.
+        answers = [line for line in out.stdout.splitlines() if line.startswith(_ALIVE_MARKER)]
+        return (
+            set(json.loads(answers[-1][len(_ALIVE_MARKER) :])) if out.returncode == 0 and answers else set()
         )
-        return int(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else 0
-
-    def wait_for_nodes(self, n: int, timeout: float = 90) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.alive_nodes() >= n:
-                return
-            time.sleep(0.5)
-        raise RuntimeError(f"the Ray cluster did not reach {n} nodes")
 
     @staticmethod
     def kill(proc: subprocess.Popen[bytes]) -> None:
@@ -158,9 +181,10 @@ def descendants(root: int) -> list[int]:
     return found
 
 
-_COUNT_NODES = (
-    "import sys, ray; ray.init(address=sys.argv[1], logging_level='ERROR', log_to_driver=False); "
-    "print(sum(1 for n in ray.nodes() if n['Alive']))"
+_ALIVE_MARKER = "alive-resources: "
+_ALIVE_RESOURCES = (
+    "import json, sys, ray; ray.init(address=sys.argv[1], logging_level='ERROR', log_to_driver=False); "
+    f"print({_ALIVE_MARKER!r} + json.dumps(sorted({{r for n in ray.nodes() if n['Alive'] for r in n['Resources']}})))"
 )
 
 

@@ -16,7 +16,7 @@ VF_HUB = Path(sys.executable).parent / "vf-hub"
 
 
 @contextmanager
-def demo_hub(data_dir: Path, *, timeout: float = 180.0) -> Iterator[tuple[str, str]]:
+def demo_hub(data_dir: Path, *, timeout: float = 900.0) -> Iterator[tuple[str, str]]:
     """The URL of a demo hub on ``data_dir`` and what the command printed while seeding."""
     port = free_port()
     env = {**os.environ, "VF_HUB_UPSTREAM_INDEX": "none", "VF_HUB_SMOKE_CHECKS": "false"}

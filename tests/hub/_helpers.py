@@ -25,14 +25,15 @@ BROKEN_SOURCE = b"""def load_environment(**kwargs):
 
 
 def wait_until_serving(
-    url: str, proc: subprocess.Popen[Any], what: str, log: Path, *, timeout: float = 30
+    url: str, proc: subprocess.Popen[Any], what: str, log: Path, *, timeout: float = 300
 ) -> httpx.Response:
     """Poll ``url`` until it answers 200 and return that answer. When ``proc`` exits first or ``timeout``
-    seconds pass, a RuntimeError that names ``what`` and ends with the tail of ``log`` (its output)."""
+    seconds pass, a RuntimeError that names ``what`` and ends with the tail of ``log`` (its output). The
+    timeout only guards against a hang: a loaded machine may take a minute to start a server."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            answer = httpx.get(url, timeout=5)
+            answer = httpx.get(url, timeout=60)
             if answer.status_code == 200:
                 return answer
         except httpx.HTTPError:
@@ -59,7 +60,7 @@ def stop(proc: subprocess.Popen[Any], timeout: float = 15) -> None:
 
 @contextmanager
 def serving(
-    cmd: list[str], url: str, log: Path, *, timeout: float = 30, env: dict[str, str] | None = None
+    cmd: list[str], url: str, log: Path, *, timeout: float = 300, env: dict[str, str] | None = None
 ) -> Iterator[httpx.Response]:
     """``cmd`` started with its output in the file ``log`` (a pipe could fill and stall it); yields the first
     200 answer of ``url`` (see wait_until_serving), and stops the process on the way out."""

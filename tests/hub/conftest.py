@@ -197,6 +197,11 @@ def actors(hub: Hub) -> Actors:
     )
 
 
+def web_session(hub: Hub, token: str) -> str:
+    """A web session signed in with API token ``token``, as ``/login`` makes one: the cookie's value."""
+    return services.start_session(hub, hub.principal(token).token_id).session_id
+
+
 def publish(
     client: TestClient,
     token: str | None,
@@ -222,12 +227,16 @@ def serve_app(app: FastAPI, port: int | None = None) -> Iterator[str]:
     import uvicorn
 
     port = port or free_port()
+    hub = getattr(app.state, "hub", None)  # proxy headers as `vf-hub serve` takes them (local views: none)
+    proxy = hub.settings.uvicorn_proxy_options() if isinstance(hub, Hub) else {"proxy_headers": False}
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", access_log=False)
+        uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", access_log=False, **proxy
+        )
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 300  # only a guard against a hang
     while not server.started:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("the hub did not start")

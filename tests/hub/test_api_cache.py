@@ -12,7 +12,7 @@ from hub_server.app import create_app
 from hub_server.auth import COOKIE_NAME
 from hub_server.settings import HubSettings
 from tests.hub._dists import Dist
-from tests.hub.conftest import Actors, publish
+from tests.hub.conftest import Actors, publish, web_session
 
 API = "/api/v1"
 HOT = (
@@ -105,7 +105,7 @@ def test_credentials_never_meet_the_cache(app: FastAPI, client: TestClient, acto
     # the web session cookie is a credential too; a bad token is still a 401, never a cached answer
     assert client.get(f"{API}/environments?q=demo").status_code == 200  # now cached, anonymously
     assert client.get(f"{API}/environments?q=demo", headers=Actors.auth("vfh_nope")).status_code == 401
-    client.cookies.set(COOKIE_NAME, actors.alice_read)
+    client.cookies.set(COOKIE_NAME, web_session(app.state.hub, actors.alice_read))
     try:
         assert client.get(f"{API}/environments?q=demo").json()["total"] == 1
     finally:

@@ -1,4 +1,5 @@
-"""HubClient configuration and its calls against a running hub, vf-hub's admin commands and vf-hub login."""
+"""HubClient configuration and its calls against a running hub, vf-hub's admin commands (``hub_server.cli``)
+and vf-hub login (the SDK's ``verifiers.cli.hub``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from hub_server import migrate
 from hub_server.cli import app as hub_cli
 from tests.hub._dists import Dist
 from tests.hub.conftest import Actors, LiveHub
+from verifiers.cli.hub import main as vf_hub_main
 from verifiers.hub.client import HubClient, HubClientError, HubConfig, load_config_file, save_config
 from verifiers.hub.packaging import parse_env_spec
 
@@ -35,7 +37,11 @@ def test_config_file_is_private_and_scoped_to_its_url(
     assert HubConfig.load() == HubConfig("http://hub.example:8000", "vfh_secret")
     # pointed elsewhere, the stored token is never sent
     monkeypatch.setenv("VF_HUB_URL", "http://other.example")
-    assert HubConfig.load() == HubConfig("http://other.example", None)
+    elsewhere = HubConfig.load()
+    assert elsewhere == HubConfig("http://other.example", None, stored_token_url="http://hub.example:8000")
+    assert "the stored token (vf-hub login) is for another hub, http://hub.example:8000" in (
+        elsewhere.missing_token_message()
+    )
     monkeypatch.setenv("VF_HUB_TOKEN", "vfh_env")
     assert HubConfig.load().token == "vfh_env"
     assert HubConfig.load(token="vfh_arg").token == "vfh_arg"
@@ -58,7 +64,18 @@ def test_parse_env_spec() -> None:
             parse_env_spec(bad)
 
 
-def test_admin_commands_and_login(live_hub: LiveHub, isolated_config: Path) -> None:
+def login(capsys: pytest.CaptureFixture[str], url: str, token: str) -> tuple[int, str]:
+    """``vf-hub login --url URL --token TOKEN`` in this process: its exit status and what it printed."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        vf_hub_main(["login", "--url", url, "--token", token])
+    out = capsys.readouterr()
+    return int(exited.value.code or 0), out.out + out.err
+
+
+def test_admin_commands_and_login(
+    live_hub: LiveHub, isolated_config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     runner = CliRunner()
     db = ["--database-url", live_hub.hub.db.url]
     r = runner.invoke(hub_cli, ["user", "create", "dana", "--admin", *db])
@@ -69,8 +86,8 @@ def test_admin_commands_and_login(live_hub: LiveHub, isolated_config: Path) -> N
     assert r.exit_code == 0, r.output
     token = r.stdout.strip().splitlines()[-1]
     assert token.startswith("vfh_")
-    r = runner.invoke(hub_cli, ["login", "--url", live_hub.url, "--token", token])
-    assert r.exit_code == 0 and "as dana" in r.output
+    code, output = login(capsys, live_hub.url, token)
+    assert code == 0 and "as dana" in output
     assert load_config_file() == {"url": live_hub.url, "token": token}
     with HubClient() as client:  # picks URL and token up from the config file
         me = client.whoami()
@@ -79,8 +96,8 @@ def test_admin_commands_and_login(live_hub: LiveHub, isolated_config: Path) -> N
     token_id = listing.split()[0]
     assert "laptop" in listing and token not in listing
     assert runner.invoke(hub_cli, ["token", "revoke", token_id, *db]).exit_code == 0
-    r = runner.invoke(hub_cli, ["login", "--url", live_hub.url, "--token", token])
-    assert r.exit_code == 1 and "revoked" in r.output
+    code, output = login(capsys, live_hub.url, token)
+    assert code == 1 and "revoked" in output
     r = runner.invoke(hub_cli, ["db", "current", *db])
     assert r.output.strip() == migrate.head_revision(live_hub.hub.db.url)
 
@@ -126,10 +143,11 @@ def test_search_yank_unyank_and_download(live_hub: LiveHub, actors: Actors, tmp_
         assert refused.value.status_code == 403
 
 
-def test_login_refuses_bad_urls_and_unreachable_hubs(isolated_config: Path) -> None:
-    runner = CliRunner()
-    r = runner.invoke(hub_cli, ["login", "--url", "ftp://hub.example", "--token", "vfh_x"])
-    assert r.exit_code == 1 and "must start with http:// or https://" in r.output
-    r = runner.invoke(hub_cli, ["login", "--url", "http://127.0.0.1:9", "--token", "vfh_x"])
-    assert r.exit_code == 1 and "cannot reach the hub at http://127.0.0.1:9" in r.output
+def test_login_refuses_bad_urls_and_unreachable_hubs(
+    isolated_config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, output = login(capsys, "ftp://hub.example", "vfh_x")
+    assert code == 2 and "must start with http:// or https://" in output
+    code, output = login(capsys, "http://127.0.0.1:9", "vfh_x")
+    assert code == 1 and "cannot reach the hub at http://127.0.0.1:9" in output
     assert not isolated_config.exists()  # nothing stored for a login that did not happen

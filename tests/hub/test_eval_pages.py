@@ -76,7 +76,9 @@ def test_the_eval_page_shows_aggregates_histogram_examples_and_errors(
     by_spread = client.get(f"/alice/demo-env/evals/{run_id}?sort=spread").text
     assert by_spread.index('?example_id=0#rollouts">0<') < by_spread.index('?example_id=2#rollouts">2<')
     csp = page.headers["content-security-policy"]
-    assert "script-src" not in csp and "default-src 'none'" in csp
+    # scripts only from the hub itself (the copy buttons), never inline
+    assert "script-src 'self';" in csp and "unsafe-inline" not in csp and "default-src 'none'" in csp
+    assert re.findall(r"<script[^>]*>", html) == ['<script src="/static/copy.js" defer>']
     # the environment page links its best public run per model
     env_page = client.get("/alice/demo-env").text
     assert f'href="/alice/demo-env/evals/{run_id}">eval {run_id}</a>' in env_page

@@ -88,10 +88,13 @@ def settings(
 @pytest.fixture
 def index(live_hub: LiveHub, tmp_path: Path) -> str:
     from hub_server import services
+    from hub_server.services.names import allow_name
 
     hub = live_hub.hub
     services.create_user(hub, "alice")
     token = services.create_token(hub, "alice", scopes=["publish"])[0]
+    # shadow-env is on the upstream too: publishing it needs an admin's allowance (dependency confusion)
+    allow_name(hub, "shadow-env", "alice")
     import httpx
 
     for dist in (SHADOW_HUB, FRESH):
@@ -100,7 +103,7 @@ def index(live_hub: LiveHub, tmp_path: Path) -> str:
             f"{live_hub.url}/api/v1/environments/alice/{dist.name}/versions",
             files={"wheel": (wn, wb), "sdist": (sn, sb)},
             headers={"Authorization": f"Bearer {token}"},
-            timeout=30,
+            timeout=300,
         )
         assert r.status_code == 201, r.text
     return f"{live_hub.url}/simple/"

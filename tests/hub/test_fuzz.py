@@ -49,7 +49,8 @@ def test_no_server_errors(app: FastAPI, client: TestClient, actors: Actors) -> N
         @given(case=strategy, authed=st.booleans())
         def run(case, authed: bool) -> None:  # type: ignore[no-untyped-def]
             headers = {"Authorization": f"Bearer {actors.alice}"} if authed else {}
-            response = case.call(headers=headers)
+            # schemathesis' default 10 s per call is a speed requirement; this only guards a hang.
+            response = case.call(headers=headers, timeout=300)
             if response.status_code >= 500:
                 failures.append(
                     f"{case.method} {case.formatted_path} -> {response.status_code}: {response.text[:300]}"

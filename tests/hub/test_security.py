@@ -19,7 +19,7 @@ from hub_server.context import Hub
 from hub_server.models import File, Version
 from hub_server.services import publishing
 from tests.hub._dists import Dist, tar_link
-from tests.hub.conftest import Actors, LiveHub, publish
+from tests.hub.conftest import Actors, LiveHub, publish, web_session
 
 
 def blob_files(hub: Hub) -> list[str]:
@@ -131,7 +131,7 @@ def test_admin_scope_needs_an_admin_user(client: TestClient, hub: Hub, actors: A
 
 
 def test_cookie_is_not_accepted_for_writes(client: TestClient, hub: Hub, actors: Actors) -> None:
-    client.cookies.set(COOKIE_NAME, actors.alice)
+    client.cookies.set(COOKIE_NAME, web_session(hub, actors.alice))
     r = publish(client, None, *Dist().pair())
     assert r.status_code == 401  # a cross-site form post cannot publish with the victim's cookie
     assert_nothing_stored(hub)
@@ -139,7 +139,7 @@ def test_cookie_is_not_accepted_for_writes(client: TestClient, hub: Hub, actors:
 
 
 # --- private environments -------------------------------------------------------------------------------
-def test_private_environment_is_invisible(client: TestClient, actors: Actors) -> None:
+def test_private_environment_is_invisible(client: TestClient, hub: Hub, actors: Actors) -> None:
     assert publish(client, actors.alice, *Dist().pair(), visibility="private").status_code == 201
     wheel = Dist().wheel()[0]
     urls = [
@@ -172,7 +172,7 @@ def test_private_environment_is_invisible(client: TestClient, actors: Actors) ->
         for url in urls:
             assert client.get(url, headers=headers).status_code == 200, (headers, url)
         assert b"demo-env" in client.get("/simple/", headers=headers).content
-    client.cookies.set(COOKIE_NAME, actors.alice_read)
+    client.cookies.set(COOKIE_NAME, web_session(hub, actors.alice_read))
     assert client.get("/alice/demo-env").status_code == 200
     assert "demo-env" in client.get("/").text
 
@@ -260,7 +260,7 @@ def test_concurrent_publishes_race_in_the_database(hub: Hub, actors: Actors, mon
     from hub_server.auth import authenticate
 
     n = 4
-    barrier = threading.Barrier(n, timeout=30)
+    barrier = threading.Barrier(n, timeout=300)
     real_insert = publishing._insert_version
 
     def synchronised_insert(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -287,7 +287,7 @@ def test_concurrent_publishes_race_in_the_database(hub: Hub, actors: Actors, mon
     for t in threads:
         t.start()
     for t in threads:
-        t.join(60)
+        t.join(300)
     assert sorted(results, key=str) == [409] * (n - 1) + ["ok"]
     assert counts(hub) == (1, 2)
     with hub.db.read() as s:
@@ -317,7 +317,7 @@ def test_concurrent_publishes_over_http(live_hub: LiveHub, actors: Actors) -> No
         t.start()
     start.set()
     for t in threads:
-        t.join(60)
+        t.join(300)
     assert sorted(statuses) == [201] + [409] * (n - 1)
     hub = live_hub.hub
     assert counts(hub) == (1, 2)
@@ -381,7 +381,7 @@ def test_concurrent_first_publishes_of_different_versions_both_land(
     """Two new versions of a not-yet-existing environment race for its row: the loser retries and lands."""
     from hub_server.auth import authenticate
 
-    barrier = threading.Barrier(2, timeout=30)
+    barrier = threading.Barrier(2, timeout=300)
     real_insert = publishing._insert_once
     first_call = threading.local()
 
@@ -407,6 +407,6 @@ def test_concurrent_first_publishes_of_different_versions_both_land(
     for t in threads:
         t.start()
     for t in threads:
-        t.join(60)
+        t.join(300)
     assert sorted(results) == ["0.1.0", "0.2.0"]
     assert counts(hub) == (2, 4)

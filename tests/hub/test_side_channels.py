@@ -7,15 +7,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import httpx
+import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import event, select
 
+from hub_server import services
 from hub_server.app import create_app
 from hub_server.context import Hub
 from hub_server.models import Environment
 from hub_server.settings import HubSettings
 from tests.hub._dists import Dist
-from tests.hub.conftest import Actors, publish
+from tests.hub.conftest import Actors, publish, serve_app
 
 API = "/api/v1"
 
@@ -130,6 +133,25 @@ def test_a_download_loop_counts_once_per_client_and_day(client: TestClient, hub:
     assert client.get(f"{API}/environments/alice/demo-env").json()["downloads"] == 3
     with hub.db.read() as s:
         assert s.scalar(select(Environment.download_count)) == 3
+
+
+@pytest.mark.parametrize("trusted", ["", "127.0.0.1"])
+def test_forwarded_for_counts_only_from_a_configured_proxy(settings: HubSettings, trusted: str) -> None:
+    """Issue 24 item 19: X-Forwarded-For from loopback made each GET a new client. Served as `vf-hub
+    serve` serves (uvicorn with the settings' proxy options), the header is believed only from a proxy the
+    admin named; with none (the default), every GET from one peer is one client however it spoofs."""
+    app = create_app(settings.model_copy(update={"trusted_proxies": trusted}))
+    hub: Hub = app.state.hub
+    services.create_user(hub, "alice")
+    token = services.create_token(hub, "alice", scopes=["publish"])[0]
+    sdist = Dist().sdist()[0]
+    with serve_app(app) as url, httpx.Client(base_url=url, timeout=60) as http:
+        assert publish(http, token, *Dist().pair()).status_code == 201  # type: ignore[arg-type]
+        for n in range(1, 6):
+            got = http.get(f"/files/demo-env/{sdist}", headers={"X-Forwarded-For": f"203.0.113.{n}"})
+            assert got.status_code == 200
+        downloads = http.get(f"{API}/environments/alice/demo-env").json()["downloads"]
+    assert downloads == (5 if trusted else 1)
 
 
 def test_non_finite_json_numbers_are_4xx(client: TestClient, actors: Actors) -> None:

@@ -290,7 +290,7 @@ def test_equal_versions_racing_conflict(hub: Hub, actors: Actors, monkeypatch) -
         principal, _ = authenticate(s, actors.alice)
     wheel, sdist = Dist(version="0.1.0").pair()
     services.publish(hub, principal, "alice", "demo-env", services.Upload(*wheel), services.Upload(*sdist))
-    barrier = threading.Barrier(2, timeout=30)
+    barrier = threading.Barrier(2, timeout=300)
     real_insert = publishing._insert_version
 
     def synchronised_insert(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -312,5 +312,5 @@ def test_equal_versions_racing_conflict(hub: Hub, actors: Actors, monkeypatch) -
     for t in threads:
         t.start()
     for t in threads:
-        t.join(60)
+        t.join(300)
     assert sorted(results, key=str) == [409, "ok"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import html
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from fastapi.testclient import TestClient
 from hub_server import sdk_dist
 from hub_server.context import Hub
 from hub_server.sdk_dist import SDK_NAME, SdkDist, installed_version
+from hub_server.services.names import allow_name
 from hub_server.settings import HubSettings
 from hub_server.simple_index import JSON_V1
 from hub_server.upstream import Upstream
@@ -141,7 +143,10 @@ def test_json_upstream_is_relayed_as_html(client: TestClient, hub: Hub) -> None:
 def test_a_name_on_the_hub_is_never_looked_up_upstream(
     client: TestClient, hub: Hub, actors: Actors, pypi: Pypiserver
 ) -> None:
-    # The loopback upstream has shadow-env 99.0; the hub's own 0.1 is all the index shows.
+    # The loopback upstream has shadow-env 99.0; an admin let alice publish the name anyway (a first
+    # publish of an upstream name is refused otherwise: test_name_rules.py), and then the hub's own 0.1
+    # is all the index shows.
+    allow_name(hub, "shadow-env", "alice")
     shadow = Dist(name="shadow-env", version="0.1")
     r = publish(client, actors.alice, *shadow.pair(), name="shadow-env")
     assert r.status_code == 201, r.text
@@ -160,14 +165,17 @@ def test_a_name_on_the_hub_is_never_looked_up_upstream(
 
 
 def test_a_private_name_is_404_and_never_falls_through(client: TestClient, hub: Hub, actors: Actors) -> None:
+    # (published while the upstream lacks the name: a first publish of a name it serves is refused)
+    assert publish(client, actors.alice, *Dist().pair(), visibility="private").status_code == 201
     seen = mock_upstream(
         hub, lambda r: httpx.Response(200, text=UPSTREAM_HTML, headers={"Content-Type": "text/html"})
     )
-    assert publish(client, actors.alice, *Dist().pair(), visibility="private").status_code == 201
-    assert client.get("/simple/demo-env/").status_code == 404
-    assert client.get("/simple/demo-env/", headers=Actors.auth(actors.bob)).status_code == 404
     assert client.get("/simple/demo-env/", headers=Actors.auth(actors.alice_read)).status_code == 200
-    assert seen == []  # not even for the callers who may not see it
+    assert seen == []  # a caller who may read it gets the hub's page, no upstream lookup
+    hub.index.clear()
+    for headers in ({}, Actors.auth(actors.bob)):
+        r = client.get("/simple/demo-env/", headers=headers)
+        assert r.status_code == 404 and b"pkg-1.0" not in r.content  # the upstream's page is never served
 
 
 def test_upstream_failures_are_502_not_an_empty_page(client: TestClient, hub: Hub) -> None:
@@ -278,3 +286,67 @@ async def test_concurrent_misses_share_one_upstream_fetch() -> None:
     finally:
         await upstream.aclose()
     assert seen == ["/simple/pkg/"] and all(p is pages[0] for p in pages)
+
+
+# --- issue 24 items 15 and 16 ------------------------------------------------------------------------------
+HOSTILE_LINKS = [
+    "javascript:alert(document.domain)",
+    " javascript:alert(1)",
+    "\tjava\nscript:alert(1)",
+    "JaVaScRiPt:alert(1)",
+    "data:text/html,<script>alert(1)</script>",
+    "vbscript:msgbox(1)",
+    "file:///etc/passwd",
+]
+
+
+def test_only_http_links_are_relayed_and_index_pages_cannot_run_script(client: TestClient, hub: Hub) -> None:
+    anchors = (
+        "".join(f'<a href="{html.escape(h)}">pkg-{i}.tar.gz</a>' for i, h in enumerate(HOSTILE_LINKS))
+        + '<a href="https://files.test/pkg-9.0.tar.gz#sha256=abc">pkg-9.0.tar.gz</a>'
+    )
+    files = [{"filename": f"pkg-{i}.tar.gz", "url": h, "hashes": {}} for i, h in enumerate(HOSTILE_LINKS)]
+    files.append({"filename": "pkg-9.0.tar.gz", "url": "https://files.test/pkg-9.0.tar.gz", "hashes": {}})
+
+    def upstream(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/simple/pkg/":
+            return httpx.Response(
+                200, text=f"<html><body>{anchors}</body></html>", headers={"Content-Type": "text/html"}
+            )
+        if request.url.path == "/simple/jpkg/":
+            doc = {"meta": {"api-version": "1.0"}, "name": "jpkg", "files": files}
+            return httpx.Response(200, json=doc, headers={"Content-Type": JSON_V1})
+        return httpx.Response(404)
+
+    mock_upstream(hub, upstream)
+    for name in ("pkg", "jpkg"):
+        for headers in ({}, JSON_ACCEPT):
+            r = client.get(f"/simple/{name}/", headers=headers)
+            assert r.status_code == 200
+            text = r.text.lower().replace("\\", "")
+            assert "script" not in text and "data:" not in text and "file:" not in text, r.text
+            assert "https://files.test/pkg-9.0.tar.gz" in r.text
+            csp = r.headers["content-security-policy"]
+            assert "sandbox" in csp and "default-src 'none'" in csp
+    # the hub's own pages, from the route and from the cached fast path, carry the same policy
+    for _ in range(2):
+        assert "sandbox" in client.get("/simple/").headers["content-security-policy"]
+
+
+def test_a_private_name_costs_the_same_upstream_lookup_as_an_absent_one(
+    client: TestClient, hub: Hub, actors: Actors
+) -> None:
+    """No timing assertion: the same work is done (the upstream is asked, or its cached answer used, and
+    it failing is the same 502), so the time cannot differ by an upstream round trip."""
+    assert publish(client, actors.alice, *Dist().pair(), visibility="private").status_code == 201
+    seen = mock_upstream(hub, lambda r: httpx.Response(404))
+    assert client.get("/simple/demo-env/").status_code == 404
+    assert client.get("/simple/absent-env/").status_code == 404
+    assert seen == ["/simple/demo-env/", "/simple/absent-env/"]
+    assert client.get("/simple/demo-env/").status_code == 404  # cached, like the absent one
+    assert client.get("/simple/absent-env/").status_code == 404
+    assert len(seen) == 2
+    mock_upstream(hub, lambda r: httpx.Response(503))
+    for name in ("demo-env", "absent-env"):
+        assert client.get(f"/simple/{name}/").status_code == 502
+    assert client.get("/simple/demo-env/", headers=Actors.auth(actors.alice_read)).status_code == 200

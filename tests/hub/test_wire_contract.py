@@ -29,7 +29,7 @@ from verifiers.hub.wire import (
 
 M = TypeVar("M", bound=BaseModel)
 #: Methods that build URLs or manage the connection, without asking the hub anything.
-LOCAL_ONLY = {"close", "index_url", "environment_url"}
+LOCAL_ONLY = {"close", "index_url", "environment_url", "require_token"}
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,7 @@ def test_every_client_method_parses_real_hub_answers(
         "upload_rollouts": lambda: hub.upload_rollouts(results["create_run"].id, [rollout]),
         "rollout_keys": lambda: hub.rollout_keys(results["create_run"].id),
         "finalize_run": lambda: hub.finalize_run(results["create_run"].id),
+        "set_run_visibility": lambda: hub.set_run_visibility(results["create_run"].id, "private"),
         "run": lambda: hub.run(results["create_run"].id),
         "runs": lambda: hub.runs("alice", "demo-env", version="0.1.0", model="m"),
         "rollouts": lambda: hub.rollouts(results["create_run"].id, min_reward=0.5, error="none"),

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from verifiers.types import State
@@ -26,6 +28,14 @@ def make_state(
         metrics={},
         reward=None,
     )
+
+
+def wait_until(cond: Callable[[], bool], what: str, timeout: float = 300) -> None:
+    """Until ``cond()`` holds; the timeout only guards against a hang (a loaded machine is slow)."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
 
 
 def child_pids(pid: int | None = None) -> list[int]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.rubrics.helpers import child_pids
+from tests.rubrics.helpers import child_pids, wait_until
 from verifiers.errors import ScoringError
 from verifiers.rubrics import MathVerifyPool, quick_verdict
 
@@ -24,7 +24,7 @@ BOMB = "10^{10^{10^{10}}}"
 @pytest.fixture(scope="module")
 def pool() -> Iterator[MathVerifyPool]:
     with MathVerifyPool(2, timeout=20.0) as p:
-        assert p.wait_ready(60)
+        assert p.wait_ready(300)
         yield p
 
 
@@ -121,26 +121,25 @@ def test_gold_is_parsed_once_per_worker(pool: MathVerifyPool) -> None:
 
 def test_hard_timeout_kills_and_replaces_the_worker() -> None:
     with MathVerifyPool(1, timeout=30.0) as pool:
-        assert pool.wait_ready(60)
+        assert pool.wait_ready(300)
         (pid,) = pool.worker_pids()
-        t0 = time.monotonic()
         # The bomb (tiny timeout) and three normal items queued behind it on the only worker: those are
         # re-run by the replacement (generous timeouts, so a loaded machine cannot fail them).
         bomb_fut = pool.submit("1", BOMB, item_timeout=0.5)
         futs = [pool.submit("2\\pi", p) for p in ("2 \\pi", "\\pi + \\pi", "3\\pi")]
         bomb = bomb_fut.result(30)
-        assert time.monotonic() - t0 < 5.0
-        assert bomb.status == "timeout" and bomb.killed and not bomb.correct
+        # Cut at its own 0.5 s budget (the pool's is 30 s), whatever the machine's speed.
+        assert bomb.status == "timeout" and bomb.killed and not bomb.correct and bomb.seconds == 0.5
         assert [f.result(60).correct for f in futs] == [True, True, False]
         assert pool.stats.kills == 1
-        assert pool.wait_ready(60)
+        assert pool.wait_ready(300)
         assert pool.worker_pids() and pool.worker_pids()[0] != pid
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)  # the runaway worker is gone, not orphaned
-        # the timeout is remembered: a repeated bomb costs nothing
-        t1 = time.monotonic()
+        # the timeout is remembered: a repeated bomb costs nothing (answered from the cache, not run)
+        kills = pool.stats.kills
         again = pool.verify_many([("1", BOMB)])[0]
-        assert again.timed_out and again.source == "cache" and time.monotonic() - t1 < 0.5
+        assert again.timed_out and again.source == "cache" and pool.stats.kills == kills
 
 
 def test_math_verify_own_timeout_is_reported() -> None:
@@ -153,26 +152,26 @@ def test_math_verify_own_timeout_is_reported() -> None:
 
 def test_a_dead_worker_is_a_crash_not_a_hang() -> None:
     with MathVerifyPool(1, timeout=60.0) as pool:
-        assert pool.wait_ready(60)
+        assert pool.wait_ready(300)
         (pid,) = pool.worker_pids()
         fut = pool.submit("1", BOMB)
-        time.sleep(0.5)
+        wait_until(lambda: pool.stats.dispatched == 1, "the worker to get the item")
         os.kill(pid, signal.SIGKILL)
-        out = fut.result(10)
+        out = fut.result(30)  # far below the item's 60 s: the crash is seen, not waited out
         assert out.status == "crashed" and not out.correct
         assert pool.verify_many([("\\frac{1}{4}", "0.25")])[0].correct  # replaced and serving
 
 
 def test_close_fails_pending_work_and_reaps_workers() -> None:
-    pool = MathVerifyPool(1, timeout=60.0)
-    assert pool.wait_ready(60)
+    pool = MathVerifyPool(1, timeout=3600.0)
+    assert pool.wait_ready(300)
     pids = pool.worker_pids()
     busy = pool.submit("1", BOMB)
     waiting = pool.submit("\\frac{1}{3}", "\\frac{2}{6}")
-    time.sleep(0.3)
+    wait_until(lambda: pool.stats.dispatched >= 1, "the worker to get the bomb")
     t0 = time.monotonic()
     pool.close()
-    assert time.monotonic() - t0 < 5
+    assert time.monotonic() - t0 < 120  # the bomb may run an hour: closing did not wait for it
     for fut in (busy, waiting):
         with pytest.raises(ScoringError):
             fut.result(5)
@@ -201,7 +200,7 @@ def test_nothing_starts_at_import_or_construction() -> None:
 def test_workers_die_with_the_parent() -> None:
     code = (
         "import time, verifiers as vf\n"
-        "p = vf.MathVerifyPool(1); p.wait_ready(60)\n"
+        "p = vf.MathVerifyPool(1); p.wait_ready(300)\n"
         "print(p.worker_pids()[0], flush=True)\n"
         "time.sleep(60)\n"
     )
@@ -213,7 +212,7 @@ def test_workers_die_with_the_parent() -> None:
     finally:
         proc.kill()
         proc.wait()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 300  # only a guard against a hang
     while time.monotonic() < deadline:
         try:
             os.kill(worker, 0)

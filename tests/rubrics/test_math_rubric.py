@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 import verifiers as vf
-from tests.rubrics.helpers import child_pids, make_state
+from tests.rubrics.helpers import child_pids, make_state, wait_until
 from verifiers.rubrics import MathRubric, MathVerifyPool
 
 METRIC_KEYS = {"correct", "parsed", "answer_too_long", "verify_timeout", "verify_seconds"}
@@ -92,8 +92,9 @@ async def test_hostile_completions_score_zero_quickly() -> None:
         assert by_name["braces_100kb"]["metrics"]["parsed"] == 0.0
         assert by_name["balanced_braces_100kb"]["metrics"]["answer_too_long"] == 1.0
         assert by_name["power_tower"]["metrics"]["verify_timeout"] == 1.0
-        # 4 runaway items, 2 workers, 1 s each, plus replacements: well under what one bomb costs unbounded
-        assert elapsed < 30, elapsed  # bounded even on a loaded machine (respawns included)
+        # 4 runaway items, 2 workers, 1 s each, plus replacements: a loaded machine may take minutes to
+        # respawn workers, but one bomb left unbounded would take forever.
+        assert elapsed < 600, elapsed
     finally:
         await r.teardown()
 
@@ -117,13 +118,13 @@ async def test_worker_crash_is_a_scoring_error() -> None:
     r = MathRubric(workers=1, timeout=60.0)
     await r.setup()
     try:
-        await r.pool.wait_ready_async(60)
+        await r.pool.wait_ready_async(300)
         (pid,) = r.pool.worker_pids()
         s = make_state("\\boxed{10^{10^{10^{10}}}}", "1")
         task = asyncio.create_task(r.score_rollout(s))
-        await asyncio.sleep(0.5)
+        await asyncio.to_thread(wait_until, lambda: r.pool.stats.dispatched >= 1, "the worker to get it")
         os.kill(pid, signal.SIGKILL)
-        await asyncio.wait_for(task, 10)
+        await asyncio.wait_for(task, 30)  # far below the item's 60 s: the crash is seen, not waited out
         assert s["reward"] is None and s["error"]["category"] == "scoring"
     finally:
         await r.teardown()
@@ -133,7 +134,7 @@ async def test_lifecycle_setup_teardown_and_shared_pool() -> None:
     r = MathRubric(workers=1)
     assert r._pool is None
     await r.setup()
-    assert r.pool.wait_ready(60) and len(r.pool.worker_pids()) == 1
+    assert r.pool.wait_ready(300) and len(r.pool.worker_pids()) == 1
     pids = r.pool.worker_pids()
     await r.teardown()
     assert not set(pids) & set(child_pids())

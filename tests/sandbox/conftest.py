@@ -29,6 +29,7 @@ TEST_LIMITS = SandboxLimits(
     memory_mb=256,
     cpu_s=5,
     max_procs=32,
+    max_threads=128,
     max_file_mb=8,
     max_output_bytes=100_000,
     workspace_mb=64,

@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 
 from verifiers.errors import InfraError, SandboxError
-from verifiers.sandbox import Sandbox, SandboxBackend, SandboxLimits, reap_orphans
+from verifiers.sandbox import Sandbox, SandboxBackend, SandboxLimits, SandboxPool, reap_orphans
+from verifiers.sandbox._cgroup import AGENT_TASKS
 from verifiers.sandbox._state import state_root
 
 from .conftest import TEST_LIMITS
@@ -67,8 +68,9 @@ def host_leftovers(sandbox_id: str, uid: int | None = None) -> list[str]:
     return found
 
 
-async def wait_until_clean(sandbox_id: str, uid: int | None = None, wait_s: float = 5.0) -> list[str]:
-    """What is left of a sandbox once it had ``wait_s`` to go away (background teardowns included)."""
+async def wait_until_clean(sandbox_id: str, uid: int | None = None, wait_s: float = 120.0) -> list[str]:
+    """What is left of a sandbox once it had ``wait_s`` to go away (background teardowns included; a
+    loaded machine is slow, and an empty answer comes as soon as it is clean)."""
     deadline = time.monotonic() + wait_s
     while True:
         left = host_leftovers(sandbox_id, uid)
@@ -207,11 +209,15 @@ TREE = textwrap.dedent(
 
 async def test_timeout_kills_the_whole_tree(sandbox: Sandbox, backend: SandboxBackend) -> None:
     await sandbox.write_file("tree.py", TREE)
-    t0 = time.monotonic()
-    r = await sandbox.exec(["python3", "tree.py"], timeout=2)
+    for timeout in (2, 10, 60):  # a loaded machine can take longer than 2 s to start the tree
+        t0 = time.monotonic()
+        r = await sandbox.exec(["python3", "tree.py"], timeout=timeout)
+        if "tree started" in r.stdout:
+            break
     assert r.timed_out and r.signal == signal.SIGKILL and r.exit_code == -9, r
     assert "tree started" in r.stdout
-    assert time.monotonic() - t0 < 8
+    # Its processes ignore SIGTERM and sleep forever: the exec ends only because they were killed.
+    assert time.monotonic() - t0 < timeout + 120
     pids = [int(await sandbox.read_text(f)) for f in ("child.pid", "grandchild.pid")]
     if backend.contained:
         assert await sandbox_pids(sandbox) == [], "processes survived the timeout inside the sandbox"
@@ -243,11 +249,15 @@ FORK_BOMB = textwrap.dedent(
 
 
 async def test_fork_bomb_is_contained(sandbox: Sandbox, backend: SandboxBackend) -> None:
-    if not backend.contained and os.geteuid() == 0:
-        pytest.skip("local backend as root: RLIMIT_NPROC does not bind root, so a fork bomb is not contained")
+    if not backend.contained and os.geteuid() == 0 and not sandbox.limits_per_sandbox:
+        pytest.skip("local backend as root without a cgroup: nothing bounds root's processes")
     await sandbox.write_file("bomb.py", FORK_BOMB)
-    r = await sandbox.exec(["python3", "bomb.py"], timeout=3)
-    assert r.timed_out, r
+    r = await sandbox.exec(["python3", "bomb.py"], timeout=300)  # a hang guard: the limit stops it
+    # Past max_procs processes the agent stops the whole command (the kernel's thread limit bounds what
+    # it can start meanwhile), long before the deadline; under gVisor, whose forks are slow and costly, the
+    # memory the copies take may be over the limit first.
+    assert (r.procs_killed or r.oom_killed) and not r.timed_out and r.signal == signal.SIGKILL, r
+    assert "vf-sandbox: killed: the sandbox" in r.stderr, r
     r = await sandbox.exec(["python3", "-c", "print('alive')"])
     assert r.stdout == "alive\n", r
     if backend.contained:
@@ -257,7 +267,122 @@ async def test_fork_bomb_is_contained(sandbox: Sandbox, backend: SandboxBackend)
 async def test_memory_hog_is_stopped(sandbox: Sandbox) -> None:
     r = await sandbox.exec(["python3", "-c", "x = bytearray(2 * 1024**3); print('allocated')"])
     assert r.exit_code != 0 and "allocated" not in r.stdout, r
-    assert "MemoryError" in r.stderr, r
+    if sandbox.limits_per_sandbox:
+        # The sandbox's memory limit counts what is resident: the hog dies once it has touched too much.
+        assert r.oom_killed and "memory limit" in r.stderr, r
+    else:
+        # Only the per-process address-space cap is left: the allocation itself fails.
+        assert "MemoryError" in r.stderr, r
+    assert (await sandbox.exec(["python3", "-c", "print('alive')"])).stdout == "alive\n"
+
+
+THREADS = textwrap.dedent(
+    """
+    import sys, threading
+    go = threading.Event()
+    threads = [threading.Thread(target=go.wait) for _ in range(int(sys.argv[1]))]
+    try:
+        for t in threads:
+            t.start()
+    finally:
+        go.set()
+    for t in threads:
+        if t.ident is not None:
+            t.join()
+    print("ok")
+    """
+)
+
+
+@pytest.mark.parametrize(("memory_mb", "max_procs", "threads"), [(1024, 128, 50), (256, 32, 100)])
+async def test_threads_are_neither_processes_nor_memory(
+    backend: SandboxBackend, memory_mb: int, max_procs: int, threads: int
+) -> None:
+    """A program with many threads (a test suite's concurrency tests) is one process, and its threads'
+    reserved stacks and malloc arenas are address space, not memory: it runs within limits that its
+    real use fits (issue 25: 50 threads under 1024 MB / 128 processes failed with "can't start new
+    thread")."""
+    # cpu_s: gVisor's ptrace platform bills each thread's trips through the sentry as its CPU time, so
+    # 100 idle threads there can spend TEST_LIMITS' 5 CPU seconds in 2 s (docs/sandbox.md, known gaps).
+    limits = TEST_LIMITS.model_copy(update={"memory_mb": memory_mb, "max_procs": max_procs, "cpu_s": 60})
+    async with SandboxPool(backend, size=1, limits=limits) as pool, pool.lease() as sb:
+        r = await sb.exec(["python3", "-c", THREADS, str(threads)], timeout=300)  # (hang guards)
+        assert r.exit_code == 0 and r.stdout == "ok\n", r
+        # and the same through the exec path (a shell around it), not only the Python fast path
+        r = await sb.exec(f"python3 -c '{THREADS}' {threads}", timeout=300)
+        assert r.exit_code == 0 and r.stdout == "ok\n", r
+
+
+async def test_reserved_address_space_is_not_memory(sandbox: Sandbox) -> None:
+    """4 GiB reserved but barely touched fit a 256 MB sandbox: only resident memory counts."""
+    if not sandbox.limits_per_sandbox:
+        pytest.skip("no per-sandbox memory limit here: address space is capped per process instead")
+    code = "import mmap; m = mmap.mmap(-1, 4 << 30); m[: 16 << 20] = b'x' * (16 << 20); print('ok')"
+    r = await sandbox.exec(["python3", "-c", code])
+    assert r.exit_code == 0 and r.stdout == "ok\n", r
+
+
+# Each child becomes a `sleep` at once: a forked Python would touch its copy-on-write pages, and forty of
+# them could reach the memory limit (an OOM kill) before the process count is taken on a loaded machine.
+CHILDREN = textwrap.dedent(
+    """
+    import os, sys
+    kids = []
+    for _ in range(int(sys.argv[1])):
+        pid = os.fork()
+        if pid == 0:
+            os.execvp("sleep", ["sleep", "600"])
+        kids.append(pid)
+    print("forked", len(kids), flush=True)
+    for pid in kids:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    print("ok")
+    """
+)
+
+
+async def test_process_limit_counts_processes(sandbox: Sandbox, backend: SandboxBackend) -> None:
+    """max_procs processes at once: within it a program runs; past it the command is stopped and says
+    why (today's kernels have no process-only limit: the agent counts, the thread limit is the backstop)."""
+    if not backend.contained and os.geteuid() == 0 and not sandbox.limits_per_sandbox:
+        pytest.skip("local backend as root without a cgroup: nothing bounds root's processes")
+    n = TEST_LIMITS.max_procs
+    r = await sandbox.exec(["python3", "-c", CHILDREN, str(n - 2)], timeout=300)  # (hang guards)
+    assert r.exit_code == 0 and r.stdout.endswith("ok\n") and not r.procs_killed, r
+    r = await sandbox.exec(["python3", "-c", CHILDREN, str(n + 8)], timeout=300)
+    assert r.procs_killed and not r.timed_out and r.exit_code == -signal.SIGKILL, r
+    assert "ok" not in r.stdout and f"more than {n} processes at once" in r.stderr, r
+    assert (await sandbox.exec(["python3", "-c", "print('alive')"])).stdout == "alive\n"
+    if backend.contained:
+        assert await sandbox_pids(sandbox) == []
+
+
+THREAD_BOMB = textwrap.dedent(
+    """
+    import threading, time
+    go = threading.Event()
+    n = 0
+    try:
+        while n < 100_000:
+            threading.Thread(target=go.wait, daemon=True).start()
+            n += 1
+    except RuntimeError:
+        pass
+    print(n, flush=True)
+    go.set()
+    """
+)
+
+
+async def test_thread_bomb_is_contained(sandbox: Sandbox) -> None:
+    """Threads are bounded by max_threads (the kernel's task limit of the sandbox), not by max_procs."""
+    r = await sandbox.exec(["python3", "-c", THREAD_BOMB], timeout=300)  # a hang guard
+    assert r.exit_code == 0, r
+    started = int(r.stdout)
+    # (the cgroup also holds the agent's few tasks, which a local sandbox, without bwrap or a forker, leaves free)
+    assert TEST_LIMITS.max_procs < started <= TEST_LIMITS.max_threads + AGENT_TASKS, r
+    assert (await sandbox.exec(["python3", "-c", "print('alive')"])).stdout == "alive\n"
 
 
 async def test_output_flood_is_truncated(sandbox: Sandbox) -> None:
@@ -269,12 +394,12 @@ async def test_output_flood_is_truncated(sandbox: Sandbox) -> None:
 
 
 async def test_cpu_and_file_size_limits(backend: SandboxBackend) -> None:
-    limits = SandboxLimits(timeout_s=20, cpu_s=1, max_file_mb=1, memory_mb=256)
+    # The wall-clock bound is far away: a loaded machine takes long to give the loop its 1 s of CPU, and it
+    # is the CPU limit (not the timeout) that must end it.
+    limits = SandboxLimits(timeout_s=600, cpu_s=1, max_file_mb=1, memory_mb=256)
     async with await backend.create(limits) as sb:
-        t0 = time.monotonic()
         r = await sb.exec(["python3", "-c", "while True: pass"])
         assert not r.timed_out and r.signal in (signal.SIGXCPU, signal.SIGKILL), r
-        assert time.monotonic() - t0 < 15
         r = await sb.exec(["python3", "-c", "open('big', 'wb').write(b'x' * 4 * 1024 * 1024)"])
         assert r.exit_code != 0, r
         assert r.signal == signal.SIGXFSZ or "File too large" in r.stderr, r
@@ -295,7 +420,7 @@ async def test_network_is_blocked(
         "s.sendall(b'escaped'); print('CONNECTED')\n"
     )
     try:
-        r = await sandbox.exec(["python3", "-c", code], timeout=10)
+        r = await sandbox.exec(["python3", "-c", code], timeout=120)  # a guard: it ends at once either way
         try:
             conn, _ = srv.accept()
             conn.close()
@@ -423,14 +548,14 @@ async def test_dead_sandbox_raises_infra_error(sandbox: Sandbox) -> None:
 
 
 async def test_cancelled_exec_keeps_the_sandbox_usable(sandbox: Sandbox) -> None:
-    task = asyncio.create_task(sandbox.exec(["sleep", "30"]))
+    task = asyncio.create_task(sandbox.exec(["sleep", "600"], timeout=900))
     await asyncio.sleep(0.5)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     t0 = time.monotonic()
     r = await sandbox.exec(["echo", "next"])
-    assert r.stdout == "next\n" and time.monotonic() - t0 < 5
+    assert r.stdout == "next\n" and time.monotonic() - t0 < 300  # not after the cancelled `sleep 600`
 
 
 CHILD = textwrap.dedent(
@@ -731,22 +856,9 @@ async def test_cgroups_are_removed_on_destroy_and_by_the_reaper(backend: Sandbox
     if backend.name != "runsc":
         assert len(cgroup_dirs(sb.id)) == 2
         pids = (cgroup_root() / "pids" / "vf-sandbox" / sb.id / "pids.max").read_text()
-        assert int(pids) == TEST_LIMITS.max_procs + 3
+        assert int(pids) == TEST_LIMITS.max_threads + 3
     await sb.destroy()
     assert cgroup_dirs(sb.id) == []
-
-
-async def test_process_limit_is_per_sandbox(backend: SandboxBackend) -> None:
-    """The fork bomb case again for the local backend as root, where only the cgroup binds."""
-    if backend.contained or os.geteuid() != 0:
-        pytest.skip("covered by test_fork_bomb_is_contained")
-    async with await backend.create(TEST_LIMITS) as sb:
-        if not sb.limits_per_sandbox:
-            pytest.skip("no cgroup here: local as root has no process limit")
-        await sb.write_file("bomb.py", FORK_BOMB)
-        r = await sb.exec(["python3", "bomb.py"], timeout=3)
-        assert r.timed_out, r
-        assert (await sb.exec(["python3", "-c", "print('alive')"])).stdout == "alive\n"
 
 
 SCRATCH_PROBE = textwrap.dedent(

@@ -52,7 +52,7 @@ async def test_dead_sandbox_is_replaced_and_the_caller_told(secure_backend: Sand
             assert sb.id != dead and sb.alive
             assert (await sb.exec(["echo", "healed"])).stdout == "healed\n"
         assert pool.stats["replaced"] == 1
-        assert await wait_until_clean(dead, wait_s=15) == []
+        assert await wait_until_clean(dead) == []
 
 
 async def test_release_and_destroy_are_off_the_critical_path(secure_backend: SandboxBackend) -> None:
@@ -72,7 +72,7 @@ async def test_release_and_destroy_are_off_the_critical_path(secure_backend: San
     finally:
         await pool.close()
     for sid in ids:
-        assert await wait_until_clean(sid, wait_s=15) == []
+        assert await wait_until_clean(sid) == []
 
 
 async def test_pool_leases_run_concurrently(secure_backend: SandboxBackend) -> None:
@@ -87,7 +87,7 @@ async def test_pool_leases_run_concurrently(secure_backend: SandboxBackend) -> N
         assert sorted(await asyncio.gather(*(job(i) for i in range(9)))) == [str(i) for i in range(9)]
         ids = [sb.id for sb in list(pool._ready._queue)]  # type: ignore[attr-defined]
     for sid in ids:
-        assert await wait_until_clean(sid, wait_s=15) == []
+        assert await wait_until_clean(sid) == []
 
 
 async def test_a_discarded_sandbox_is_replaced_even_if_alive(secure_backend: SandboxBackend) -> None:
@@ -97,7 +97,7 @@ async def test_a_discarded_sandbox_is_replaced_even_if_alive(secure_backend: San
         async with pool.lease() as fresh:
             assert fresh.id != sb.id
     assert pool.stats["replaced"] == 1 and pool.stats["recycled"] == 1  # only `fresh` was reset
-    assert await wait_until_clean(sb.id, wait_s=15) == []
+    assert await wait_until_clean(sb.id) == []
 
 
 async def test_lazy_pool_starts_on_first_use_and_afresh_after_close(secure_backend: SandboxBackend) -> None:

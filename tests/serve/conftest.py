@@ -56,7 +56,7 @@ class Served:
         return httpx.Client(base_url=self.url, timeout=timeout)
 
     def info(self) -> dict[str, Any]:
-        return httpx.get(f"{self.url}/info", timeout=10).json()
+        return httpx.get(f"{self.url}/info", timeout=60).json()
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> int:
         if self.proc.poll() is None:

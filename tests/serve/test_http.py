@@ -119,7 +119,8 @@ def test_concurrency_is_bounded_across_requests(logic_served: Served) -> None:
     # --max-concurrent 3 (the module's server): two requests of 6 slow rollouts never exceed 3 at once.
     import threading
 
-    with ScriptedServer(default="<answer>True</answer>", delay=0.3) as slow:
+    # The first requests wait until the cap's worth is in flight: it is reached whatever the machine's speed.
+    with ScriptedServer(default="<answer>True</answer>", delay=0.3, hold_after=0) as slow:
         body = {"model": "m", "base_url": slow.url, "example_ids": [0, 1, 2], "rollouts_per_example": 2}
         codes: list[int] = []
 
@@ -130,8 +131,10 @@ def test_concurrency_is_bounded_across_requests(logic_served: Served) -> None:
         threads = [threading.Thread(target=post) for _ in range(2)]
         for t in threads:
             t.start()
+        slow.wait_for_requests(3)
+        slow.release()
         for t in threads:
-            t.join(60)
+            t.join(300)
         assert codes == [200, 200]
         assert slow.max_in_flight == 3
 

@@ -1,5 +1,5 @@
-"""The CPU loop's tabular policy server speaks vLLM's token fields as our client reads them, and
-``/update_weights`` changes what it samples."""
+"""The CPU loop's tabular policy, served by the token server: vLLM's token fields as our client reads them,
+the choice's logprob on the answer's first token, and ``/update_weights`` loading what a trainer wrote."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import numpy as np
 import pytest
 
 from verifiers.clients import Client
@@ -25,46 +26,44 @@ assert _spec is not None and _spec.loader is not None
 ps = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = ps
 _spec.loader.exec_module(ps)
-ANSWERS, PROMPT_BASE, PolicyServer, TabularPolicy = (
-    ps.ANSWERS,
-    ps.PROMPT_BASE,
-    ps.PolicyServer,
-    ps.TabularPolicy,
-)
 
 PROMPT: list[dict[str, Any]] = [{"role": "user", "content": "True or False?"}]
 
 
 @pytest.fixture
 def server() -> Iterator[Any]:
-    with PolicyServer(TabularPolicy(ANSWERS, seed=0)) as s:
+    with ps.policy_server(seed=0) as s:
         yield s
 
 
 @pytest.mark.parametrize("mode", ["both", "token_ids", "logprobs"])
 async def test_token_fields_decode(server: Any, mode: str) -> None:
     async with Client(server.url, None) as client:
-        resp = await client.chat("tabular", PROMPT, sampling_args=token_request_args(mode))  # type: ignore[arg-type]
-    action = ANSWERS.index(resp.text)
-    assert resp.completion_ids == [action]
+        resp = await client.chat(ps.MODEL, PROMPT, sampling_args=token_request_args(mode))  # type: ignore[arg-type]
+    assert resp.text in ps.ANSWERS
+    (generation,) = server.generations
     if mode != "logprobs":
-        assert resp.prompt_ids == [PROMPT_BASE + 0]
+        assert resp.completion_ids == generation.completion_ids
+        assert resp.prompt_ids == server.tokenizer.chat_ids(PROMPT)
+        assert server.tokenizer.decode(resp.completion_ids) == resp.text
     if mode != "token_ids":
-        assert resp.completion_logprobs == [pytest.approx(math.log(1 / len(ANSWERS)))]
+        lps = resp.completion_logprobs
+        assert lps is not None and lps[0] == pytest.approx(math.log(1 / len(ps.ANSWERS)))
+        assert all(lp == 0.0 for lp in lps[1:])
 
 
-async def test_update_weights_changes_the_policy(server: Any) -> None:
+async def test_update_weights_loads_what_the_trainer_wrote(server: Any, tmp_path: Path) -> None:
     root = server.url.removesuffix("/v1")
+    key = ps.prompt_key(PROMPT)
     async with Client(server.url, None) as client, aiohttp.ClientSession() as http:
-        await client.chat("tabular", PROMPT)  # the server numbers the prompt (slot 0)
-        logits = [[0.0, 50.0, 0.0, 0.0]]
-        async with http.post(f"{root}/update_weights", json={"logits": logits, "step": 3}) as r:
+        weights = ps.write_weights(tmp_path / "step_3", {key: np.array([0.0, 50.0, 0.0, 0.0])}, 3)
+        async with http.post(f"{root}/update_weights", json={"weight_dir": str(weights)}) as r:
             assert r.status == 200
         args = token_request_args("both")
-        replies = [await client.chat("tabular", PROMPT, sampling_args=args) for _ in range(5)]
-        async with http.get(f"{root}/weights") as r:
-            assert await r.json() == {"step": 3, "shape": [1, 4]}
-        async with http.post(f"{root}/update_weights", json={"logits": [[0.0] * 4] * 2, "step": 4}) as r:
-            assert r.status == 400  # more rows than prompts seen
-    assert all(r.text == ANSWERS[1] for r in replies)
-    assert all(r.completion_logprobs == [pytest.approx(0.0, abs=1e-12)] for r in replies)
+        replies = [await client.chat(ps.MODEL, PROMPT, sampling_args=args) for _ in range(5)]
+        bad = ps.write_weights(tmp_path / "bad", {key: np.zeros(3)}, 4)
+        async with http.post(f"{root}/update_weights", json={"weight_dir": str(bad)}) as r:
+            assert r.status == 400  # a row of the wrong width
+    assert server.policy.step == 3 and server.weight_updates == [str(weights)]
+    assert all(r.text == ps.ANSWERS[1] for r in replies)
+    assert all(r.completion_logprobs[0] == pytest.approx(0.0, abs=1e-12) for r in replies)

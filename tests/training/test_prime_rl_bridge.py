@@ -38,7 +38,7 @@ def test_bridge_package_depends_only_on_the_reference_sdk_and_httpx() -> None:
     compile(source, "math_env_vfbridge.py", "exec")
     imports = {line.split()[1] for line in source.splitlines() if line.startswith(("import ", "from "))}
     assert imports <= {"__future__", "json", "typing", "httpx", "verifiers"}, imports
-    assert 'DEFAULT_SERVER_URL = "http://127.0.0.1:8100"' in source
+    assert "DEFAULT_SERVER_URL = 'http://127.0.0.1:8100'" in source
 
 
 def _reference_sdk() -> Path:

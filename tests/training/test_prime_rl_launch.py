@@ -31,12 +31,12 @@ def test_dry_run_prints_the_env_servers_and_prime_rl_commands(
     assert exc.value.code == 0
     out = capsys.readouterr().out.splitlines()
     assert (
-        "vf-serve math-env --host 127.0.0.1 --port 8100 --zmq-port 5100 --max-concurrent 512 --workers 2 &"
-        in out
+        "vf-serve math-env --host 127.0.0.1 --port 8100 --zmq-port 5100 --max-concurrent 512 --workers 2 "
+        "--max-seq-len 8192 --score-rollouts &" in out
     )
     assert (
-        "vf-serve code-env --host 127.0.0.1 --port 8101 --zmq-port 5101 --max-concurrent 512 --workers 2 &"
-        in out
+        "vf-serve code-env --host 127.0.0.1 --port 8101 --zmq-port 5101 --max-concurrent 512 --workers 2 "
+        "--max-seq-len 8192 --score-rollouts &" in out
     )
     install = next(line for line in out if line.startswith("uv pip install"))
     assert "--python /opt/prime-rl/.venv/bin/python" in install
@@ -56,6 +56,46 @@ def test_dry_run_of_the_multi_node_preset_submits_the_batch_file(
     assert exc.value.code == 0
     out = capsys.readouterr().out
     assert f"sbatch --chdir {run.resolve()} {(run / 'intellect3.sbatch').resolve()}" in out
+
+
+def test_env_servers_get_the_runs_seq_len_and_scoring(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """prime-rl hands max_seq_len and score_rollouts only to env servers it spawns, never to one at an
+    address: launch starts vf-serve with the run's values."""
+    run = tmp_path / "run"
+    render(
+        "single-node",
+        ["math-env"],
+        "M",
+        run,
+        ["seq_len=4096", "orchestrator.sampling.max_tokens=1024", "orchestrator.verification.enabled=false"],
+    )
+    with pytest.raises(SystemExit):
+        main(["launch", str(run), "--dry-run"])
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("vf-serve ")]
+    assert line.endswith("--max-seq-len 4096 --no-score-rollouts &")
+
+
+def test_orchestrator_only_runs_the_resolution_then_the_orchestrator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    render("single-node", ["math-env"], "M", run, ['output_dir="out"'])
+    with pytest.raises(SystemExit) as exc:
+        main(
+            ["launch", str(run), "--dry-run", "--orchestrator-only", "--prime-rl-python", "/venv/bin/python"]
+        )
+    assert exc.value.code == 0
+    out = capsys.readouterr().out.splitlines()
+    r = run.resolve()
+    assert f"cd {r}" in out
+    assert f"/venv/bin/python -m prime_rl.entrypoints.rl @ {r / 'rl.toml'} --dry-run" in out
+    assert (
+        f"/venv/bin/python -m prime_rl.orchestrator.orchestrator @ {r / 'out' / 'configs' / 'orchestrator.toml'}"
+        in out
+    )
+    assert any(line.startswith("uv pip install --python /venv/bin/python ") for line in out)
 
 
 def test_launch_refuses_a_run_that_does_not_validate(

@@ -146,3 +146,18 @@ def test_env_argument_forms() -> None:
             parse_env_arg(bad)
     with pytest.raises(RenderError, match="once"):
         render("single-node", ["math-env", "math-env"], "M", Path("/nonexistent"))
+
+
+def test_an_unknown_environment_is_refused_with_a_suggestion(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from verifiers.cli.train import main
+
+    with pytest.raises(RenderError, match="did you mean 'math-env'"):
+        render("single-node", ["maths-env"], "M", tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(SystemExit) as exc:
+        main(["render", "--env", "maths-env", "--model", "M", "--out", str(tmp_path / "cli")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such environment" in err and "'math-env'" in err

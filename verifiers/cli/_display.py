@@ -10,6 +10,8 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -68,7 +70,17 @@ class ProgressDisplay:
 
     def _waiting_text(self) -> str:
         n = self.progress.waiting_longer_than(SLOW_REQUEST_S)
-        return f", {n} requests waiting > {SLOW_REQUEST_S:g} s (server silent?)" if n else ""
+        if not n:
+            return ""
+        stats = self.progress.client.stats if self.progress.client is not None else None
+        if stats is not None and stats.capacity is not None:
+            # The local model answers in turn (capacity at once): a queue there is busy, not silent.
+            sent = stats.answered + len(stats.waiting)
+            return (
+                f", local model busy: {stats.answered} of {sent} requests answered "
+                f"({stats.capacity} at a time)"
+            )
+        return f", {n} requests waiting > {SLOW_REQUEST_S:g} s (server silent?)"
 
     def renderable(self) -> RenderableType:
         p = self.progress
@@ -237,4 +249,51 @@ def rescore_table(old: RunMetadata, new: RunMetadata, *, rescored: int, kept: in
     t.caption = (
         f"{rescored} rollouts re-scored, {kept} kept (generation had failed), {changed} rewards changed"
     )
+    return t
+
+
+# --- suites --------------------------------------------------------------------------------------------
+@dataclass
+class SuiteRow:
+    """One entry of a suite as its closing table shows it."""
+
+    origin: str
+    env_id: str
+    model: str
+    metadata: RunMetadata | None = None
+    path: Path | None = None
+    failure: str | None = None
+    pushed: bool = False
+
+
+def suite_table(rows: Sequence[SuiteRow], *, pushed: bool = False) -> Table:
+    """The closing table of ``vf-eval @ suite.toml``: one line per entry."""
+    t = Table(title=f"Suite: {len(rows)} evaluations", title_justify="left")
+    t.add_column("#", justify="right", no_wrap=True)
+    t.add_column("environment", no_wrap=True)
+    t.add_column("model", no_wrap=True)
+    t.add_column("rollouts", justify="right", no_wrap=True)
+    t.add_column("reward", justify="right", no_wrap=True)
+    t.add_column("errors")
+    t.add_column("status", no_wrap=True)
+    if pushed:
+        t.add_column("pushed", no_wrap=True)
+    t.add_column("results", overflow="fold")
+    for i, row in enumerate(rows, start=1):
+        meta = row.metadata
+        if meta is None:
+            cells = [escape(row.env_id), escape(row.model), "–", "–", "–"]
+        else:
+            std = f" ± {meta.std_reward:.3f}" if meta.std_reward is not None else ""
+            cells = [
+                escape(f"{meta.env_id} {meta.env_version}"),
+                escape(meta.model),
+                f"{meta.counts.completed}/{meta.counts.planned}",
+                f"{fmt_reward(meta.avg_reward)}{std}",
+                _errors_text(meta.counts.errored),
+            ]
+        status = "[red]failed[/]" if row.failure is not None else escape(meta.status if meta else "–")
+        extra = ["yes" if row.pushed else "[red]no[/]"] if pushed else []
+        where = escape(str(row.path)) if row.path is not None else escape(_clip(row.failure or "", 160))
+        t.add_row(str(i), *cells, status, *extra, where)
     return t

@@ -206,7 +206,7 @@ built lazily, on first use.
 vf-install __ENV_ID__                               # pip install -e this directory
 vf-eval __ENV_ID__ -m local/smollm2 -n 3           # the embedded offline model
 vf-eval __ENV_ID__ -m gpt-4.1-mini -n 8 -r 3       # any OpenAI-compatible endpoint (-b URL, -k KEY_VAR)
-pytest tests/                                     # the environment's own tests
+python -m pytest tests/                           # its own tests, run here (needs: pip install pytest)
 ```
 
 Defaults for `vf-eval` live in `pyproject.toml` under `[tool.verifiers.eval]`.

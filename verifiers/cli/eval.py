@@ -14,18 +14,21 @@ import re
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
+from verifiers._extras import MissingExtraError
 from verifiers.cli._common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     CliError,
+    exit_with_error,
     fail,
+    hand_over,
     make_app,
     parse_json_object,
     run_command,
@@ -35,7 +38,9 @@ from verifiers.cli._common import (
 if TYPE_CHECKING:  # imported lazily at run time: `vf-eval --help` stays fast
     from verifiers.envs.environment import Environment
     from verifiers.eval.config import EvalConfig
+    from verifiers.eval.launch import LocalModels
     from verifiers.eval.run import EvalRun
+    from verifiers.hub.results import PushTarget
     from verifiers.types import RunMetadata
 
 PROG = "vf-eval"
@@ -56,9 +61,12 @@ app = make_app(
     "override the file's). Results stream to ./outputs/evals/<env>--<model>/<timestamp-id>/ "
     "(results.jsonl + metadata.json). Each setting comes from the flags, then a resumed run, then the "
     "environment package's [tool.verifiers.eval] defaults, then built-in defaults (all examples, 1 "
-    "rollout each); --dry-run shows the result and where each value came from. Exit status: 0 ok, 1 "
-    "every rollout failed or the endpoint was unreachable, 2 bad input, 130 interrupted."
+    "rollout each); --dry-run shows the result and where each value came from. `vf-eval view RUN_DIR` "
+    "serves a run's pages locally (vf-view). Exit status: 0 ok, 1 every rollout failed or the endpoint "
+    "was unreachable, 2 bad input, 130 interrupted."
 )
+#: ``vf-eval view RUN_DIR …`` is ``vf-view RUN_DIR …`` (the pages are the hub's: hub_server).
+VIEW_COMMAND = "view"
 
 
 def _normalize_argv(argv: list[str]) -> list[str]:
@@ -129,7 +137,9 @@ def _load_env(env_id: str, env_args: dict[str, Any], verbose: bool) -> Environme
 
 
 # --- running -----------------------------------------------------------------------------------------
-async def _evaluate(env: Environment, config: EvalConfig, console: Console) -> EvalRun:
+async def _evaluate(
+    env: Environment, config: EvalConfig, console: Console, local_models: LocalModels | None
+) -> EvalRun:
     from verifiers.cli._display import ProgressDisplay
     from verifiers.eval.engine import RunProgress
     from verifiers.eval.launch import run_config
@@ -144,10 +154,10 @@ async def _evaluate(env: Environment, config: EvalConfig, console: Console) -> E
 
     try:
         progress = RunProgress()
-        # run_config makes the client (a local model starting, the endpoint check) only after the run's
-        # metadata is on disk, so a run killed during start-up is resumable.
+        # run_config makes the client (a local model starting, the endpoint check) before the run
+        # directory: a start-up that fails leaves nothing under outputs/evals/.
         async with ProgressDisplay(console, progress, f"{env.env_id} · {config.model}"):
-            return await run_config(env, config, progress=progress, notify=notify)
+            return await run_config(env, config, progress=progress, notify=notify, local_models=local_models)
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
 
@@ -438,7 +448,28 @@ def eval_command(
         bool,
         typer.Option(
             "--push",
-            help="When the run has finished, upload it to the hub as a private eval run (like vf-push --results RUN_DIR).",
+            help="When the run has finished, upload it to the hub as a private eval run (like vf-push --results RUN_DIR). The token, the hub and the environment's published version are checked before the first rollout.",
+        ),
+    ] = False,
+    hub_token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            help="Hub token for --push [default: VF_HUB_TOKEN or vf-hub login].",
+            show_default=False,
+        ),
+    ] = None,
+    hub_url: Annotated[
+        str | None,
+        typer.Option(
+            "--hub-url", help="Hub URL for --push [default: VF_HUB_URL or vf-hub login].", show_default=False
+        ),
+    ] = None,
+    view: Annotated[
+        bool,
+        typer.Option(
+            "--view",
+            help="When the run has finished, serve its pages on a loopback port until Ctrl-C (vf-view; needs the hub extra).",
         ),
     ] = False,
 ) -> None:
@@ -486,27 +517,70 @@ def eval_command(
         "interleaved_thinking": interleaved_thinking,
         "max_seq_len": max_seq_len,
     }
+    if (hub_token is not None or hub_url is not None) and not push:
+        fail("--token and --hub-url are for --push (uploading the run to the hub)")
+    hub = _Hub(hub_url, hub_token) if push else None
     if suite is not None:
         if env_id is not None:
             fail(f"give either ENV_ID or a suite file, not both ({env_id!r} and {suite})")
-        _run_suite(suite, flags, dry_run=dry_run, json_output=json_output, verbose=verbose, out=out)
+        if view:
+            fail("--view shows one run; after a suite, look at each with: vf-eval view RUN_DIR")
+        _run_suite(suite, flags, dry_run=dry_run, json_output=json_output, verbose=verbose, out=out, hub=hub)
         return
     if env_id is None:
-        from verifiers.envs.loading import installed_environments, local_environments
+        from verifiers.envs.loading import known_environments
 
-        known = sorted({*installed_environments(), *local_environments()})
+        known = known_environments()
         fail(f"missing ENV_ID; available: {', '.join(known) or 'none (create one with vf-init NAME)'}")
     config = _resolve(env_id, [("flag", flags)])
     if dry_run:
         _show_config(config, out, json_output)
         return
-    if push and (not config.save_results or config.output_dir is None):
-        fail("--push uploads the saved run directory; it cannot be combined with --no-save")
-    _run_and_report(config, out, json_output, verbose)
-    if push and config.output_dir is not None:
+    if (push or view) and (not config.save_results or config.output_dir is None):
+        fail(
+            f"{'--push' if push else '--view'} needs the saved run directory; it cannot be combined with --no-save"
+        )
+    env = _load_env(config.env_id, config.env_args, verbose)
+    target = hub.check(env.env_id, env.env_version, env.env_content_hash) if hub is not None else None
+    run = _run_env(env, config, out, verbose)
+    failure = _report(run, target_of_hint(config), out, json_output, verbose)
+    if failure is not None:
+        where = f"; look at it with: {PROG} {VIEW_COMMAND} {run.path}" if view and run.path else ""
+        fail(failure + ("; nothing was pushed" if hub is not None else "") + where, EXIT_FAILED)
+    if hub is not None and run.path is not None:
+        hub.push(run.path, target, err=json_output)
+    if view and run.path is not None:
+        _view([str(run.path)])
+
+
+class _Hub:
+    """Where ``--push`` uploads: checked before the first rollout, used when the run has finished."""
+
+    def __init__(self, url: str | None, token: str | None) -> None:
+        self.url, self.token = url, token
+
+    def check(self, env_id: str, version: str, content_hash: str, *, before: str = "the run") -> PushTarget:
+        from verifiers.cli.push import check_push
+
+        return check_push(env_id, version, content_hash, url=self.url, token=self.token, before=before)
+
+    def push(self, run_dir: Path, target: PushTarget | None, *, err: bool) -> None:
         from verifiers.cli.push import push_results
 
-        push_results(Path(config.output_dir), err=json_output)
+        push_results(run_dir, url=self.url, token=self.token, err=err, target=target)
+
+
+def _view(args: list[str]) -> NoReturn:
+    """Become ``vf-view ARGS`` (the hub's pages for a local run directory: ``verifiers.cli.view``)."""
+    from verifiers.cli.view import VIEW_MODULE
+
+    hand_over(VIEW_MODULE, args, extra="hub", what=f"{PROG} {VIEW_COMMAND}")
+
+
+def target_of_hint(config: EvalConfig) -> str:
+    from verifiers.eval.launch import target_of
+
+    return target_of(config).hint()
 
 
 def _resolve(env_id: str, layers: list[tuple[str, dict[str, Any]]]) -> EvalConfig:
@@ -574,9 +648,18 @@ def _show_config(config: EvalConfig, out: Console, json_output: bool) -> None:
 
 
 def _run_suite(
-    path: Path, flags: dict[str, Any], *, dry_run: bool, json_output: bool, verbose: bool, out: Console
+    path: Path,
+    flags: dict[str, Any],
+    *,
+    dry_run: bool,
+    json_output: bool,
+    verbose: bool,
+    out: Console,
+    hub: _Hub | None,
 ) -> None:
+    from verifiers.cli._display import SuiteRow, suite_table
     from verifiers.eval.config import SUITE_SOURCE, ConfigError, load_suite
+    from verifiers.eval.launch import LocalModels
 
     try:
         entries = load_suite(path)
@@ -588,55 +671,133 @@ def _run_suite(
             configs.append(_resolve(entry.env_id, [(SUITE_SOURCE, entry.settings), ("flag", flags)]))
         except CliError as exc:
             fail(f"{entry.origin}: {exc}", exc.code)
-    failed: list[str] = []
-    for i, (entry, config) in enumerate(zip(entries, configs, strict=True), start=1):
-        out.rule(f"[bold]{i}/{len(configs)}[/] {escape(entry.origin)}")
-        if dry_run:
-            _show_config(config, out, json_output)
-            continue
-        try:
-            _run_and_report(config, out, json_output, verbose)
-        except CliError as exc:
-            if exc.code == EXIT_INTERRUPTED:
-                raise
-            out.print(f"[red]{escape(entry.origin)} failed:[/] {escape(str(exc))}")
-            failed.append(entry.origin)
+    targets = _check_suite_push(entries, configs, hub) if hub is not None and not dry_run else {}
+    rows: list[SuiteRow] = []
+    # One local model server per model for the whole suite, not one per entry.
+    with LocalModels.for_configs(configs) as local_models:
+        for i, (entry, config) in enumerate(zip(entries, configs, strict=True), start=1):
+            # Entry, environment and model first: a bounded rule cuts a long suite path, not what matters.
+            title = f"[[eval]] #{i} {config.env_id} · {config.model} ({path})"
+            _rule(out, f"[bold]{i}/{len(configs)}[/] {escape(title)}")
+            if dry_run:
+                _show_config(config, out, json_output)
+                continue
+            row = SuiteRow(entry.origin, config.env_id, config.model)
+            rows.append(row)
+            try:
+                env = _load_env(config.env_id, config.env_args, verbose)
+                run = _run_env(env, config, out, verbose, local_models)
+                row.metadata, row.path = run.metadata, run.path
+                failure = _report(run, target_of_hint(config), out, json_output, verbose)
+                if failure is not None:
+                    fail(failure + ("; not pushed" if hub is not None else ""), EXIT_FAILED)
+                if hub is not None and run.path is not None:
+                    hub.push(run.path, targets.get(i), err=json_output)
+                    row.pushed = True
+            except CliError as exc:
+                if exc.code == EXIT_INTERRUPTED:
+                    raise
+                out.print(f"[red]{escape(entry.origin)} failed:[/] {escape(str(exc))}")
+                row.failure = str(exc)
+    if dry_run:
+        return
+    out.print()
+    out.print(suite_table(rows, pushed=hub is not None))
+    failed = [row.origin for row in rows if row.failure is not None]
     if failed:
         fail(f"{len(failed)} of {len(configs)} evaluations failed: {', '.join(failed)}", EXIT_FAILED)
 
 
-def _run_and_report(config: EvalConfig, out: Console, json_output: bool, verbose: bool) -> None:
+def _check_suite_push(entries: list[Any], configs: list[EvalConfig], hub: _Hub) -> dict[int, PushTarget]:
+    """``--push`` for a suite: every entry's environment checked against the hub before the first entry
+    runs; one that cannot be pushed stops the suite before anything ran."""
+    from verifiers.envs.loading import environment_identity
+    from verifiers.errors import VerifiersError
+
+    targets: dict[int, PushTarget] = {}
+    problems: list[str] = []
+    for i, (entry, config) in enumerate(zip(entries, configs, strict=True), start=1):
+        if not config.save_results or config.output_dir is None:
+            problems.append(f"{entry.origin}: --push needs the saved run directory (save_results is off)")
+            continue
+        try:
+            ident = environment_identity(config.env_id)
+            targets[i] = hub.check(ident.env_id, ident.version, ident.content_hash, before="the suite")
+        except VerifiersError as exc:
+            problems.append(f"{entry.origin}: {exc}")
+        except CliError as exc:
+            problems.append(f"{entry.origin}: {exc}")
+            if exc.code == EXIT_USAGE:  # no token: the same for every entry
+                break
+    if problems:
+        fail(
+            f"--push: {len(problems)} of {len(entries)} evaluations cannot be pushed, so none was run: "
+            + "; ".join(problems),
+            EXIT_FAILED,
+        )
+    return targets
+
+
+#: Widest rule between suite entries when the output is not a terminal (logs, pipes).
+PLAIN_RULE_WIDTH = 100
+
+
+def _rule(out: Console, title: str) -> None:
+    """A titled rule across the terminal, or ``PLAIN_RULE_WIDTH`` wide in a log (whose console is
+    ``UNBOUNDED_WIDTH`` wide, so that tables do not fold)."""
+    from rich.rule import Rule
+
+    if out.is_terminal:
+        out.rule(title)
+    else:
+        out.print(Rule(title), width=min(out.width, PLAIN_RULE_WIDTH))
+
+
+def _run_env(
+    env: Environment, config: EvalConfig, out: Console, verbose: bool, local_models: LocalModels | None = None
+) -> EvalRun:
+    """Run ``config`` on the loaded ``env``; a run that cannot start exits with its one-line reason."""
     from verifiers.clients.local_model import LocalModelError
     from verifiers.eval.config import ConfigError
-    from verifiers.eval.launch import EndpointCheckError, target_of
+    from verifiers.eval.distributed import RayUnavailableError, WorkerLostError
+    from verifiers.eval.launch import EndpointCheckError
     from verifiers.eval.results import RunDirectoryBusyError
     from verifiers.eval.runs import ResumeMismatchError
     from verifiers.eval.sync import run_async
 
-    env = _load_env(config.env_id, config.env_args, verbose)
     try:
-        run = run_async(_evaluate(env, config, out))
+        return run_async(_evaluate(env, config, out, local_models))
     except (ResumeMismatchError, FileExistsError, RunDirectoryBusyError) as exc:
         fail(str(exc))
     except ConfigError as exc:
         fail(_flag_names(str(exc)))
     except (LocalModelError, EndpointCheckError) as exc:
         fail(str(exc), EXIT_FAILED)
+    except (RayUnavailableError, WorkerLostError) as exc:  # a cluster that cannot be reached, or is gone
+        fail(str(exc), EXIT_FAILED)
     except (KeyboardInterrupt, asyncio.CancelledError):
-        where = f" --resume {config.output_dir}" if config.save_results and config.output_dir else ""
-        hint = f"; complete it with: {PROG} {env.env_id} -m {config.model}{where}" if where else ""
+        saved = config.save_results and config.output_dir is not None
+        if saved and (Path(str(config.output_dir)) / "metadata.json").is_file():
+            hint = f"; complete it with: {PROG} {env.env_id} -m {config.model} --resume {config.output_dir}"
+        else:
+            hint = " before the first rollout; nothing was written"
         raise CliError(f"interrupted{hint}", EXIT_INTERRUPTED) from None
-    _report(run, target_of(config).hint(), out, json_output, verbose)
 
 
-def _report(run: EvalRun, hint: str, out: Console, json_output: bool, verbose: bool) -> None:
+def _report(run: EvalRun, hint: str, out: Console, json_output: bool, verbose: bool) -> str | None:
+    """Show the run's summary; the failure message when every rollout failed, else ``None``."""
     from verifiers.cli._display import samples_table, summary_table
 
     meta = run.metadata
     path = str(run.path) if run.path is not None else None
     failed = _all_failed(meta)
     if json_output:
-        _json_dump({"output_dir": path, "failed": failed, "metadata": meta.model_dump(mode="json")})
+        from verifiers.eval.results import to_json_value
+        from verifiers.hub import env_args
+
+        recorded = meta.model_dump(mode="json")  # as metadata.json holds it: large env_args by reference
+        recorded["env_args"] = env_args.compact(to_json_value(meta.env_args))
+        _json_dump({"output_dir": path, "failed": failed, "metadata": recorded})
     else:
         out.print()
         out.print(summary_table(meta, run.results, path))
@@ -647,8 +808,7 @@ def _report(run: EvalRun, hint: str, out: Console, json_output: bool, verbose: b
                     run.results, n=10 if verbose else 3, width=min(SAMPLE_WIDTH, max(60, out.width - 40))
                 )
             )
-    if failed:
-        fail(_failure_message(meta, run.results, hint), EXIT_FAILED)
+    return _failure_message(meta, run.results, hint) if failed else None
 
 
 def _rescore(
@@ -707,8 +867,13 @@ def _rescore(
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
-    args = _normalize_argv(list(sys.argv[1:] if argv is None else argv))
-    run_command(PROG, app, args)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == [VIEW_COMMAND]:  # vf-view's own flags and help (`vf-eval view -h`)
+        try:
+            _view(given[1:])
+        except MissingExtraError as exc:
+            exit_with_error(f"{PROG} {VIEW_COMMAND}", CliError(str(exc), EXIT_FAILED))
+    run_command(PROG, app, _normalize_argv(given))
 
 
 __all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_USAGE", "app", "main"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -90,7 +92,27 @@ def init_command(
     out.print("next:")
     out.print(f"  vf-install {install_arg}")
     out.print(f"  vf-eval {env_id} -m local/smollm2 -n 3")
-    out.print(f"  pytest {root}/tests")
+    out.print(f"  {test_command(root / 'tests')}")
+
+
+def test_command(tests: Path) -> str:
+    """How to run the package's tests with this interpreter: pytest is a dev extra, so the venv the README
+    sets up (``scripts/demo.sh``) may not have it, and then the hint installs it first."""
+    import importlib.util
+    import shutil
+
+    python = "python" if _same_file(shutil.which("python"), sys.executable) else sys.executable
+    run = f"{python} -m pytest {tests}"
+    if importlib.util.find_spec("pytest") is None:
+        return f"{python} -m pip install pytest && {run}"
+    return run
+
+
+def _same_file(a: str | None, b: str) -> bool:
+    try:
+        return a is not None and os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def main(argv: list[str] | None = None) -> None:

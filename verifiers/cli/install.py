@@ -65,6 +65,9 @@ def _local_dir(target: str) -> Path | None:
     p = Path(target).expanduser()
     if p.is_dir():
         return p
+    if looks_like_path(target):
+        what = "is a file, not a package directory" if p.exists() else "no such directory"
+        fail(f"{target}: {what} ({p.resolve()}); give an environment project directory (with pyproject.toml)")
     if "/" in target or "@" in target:
         return None
     found = local_environments().get(normalize_name(target))
@@ -74,6 +77,18 @@ def _local_dir(target: str) -> Path | None:
         if (candidate / "pyproject.toml").is_file():
             return candidate
     return None
+
+
+def looks_like_path(target: str) -> bool:
+    """Whether ``target`` can only be a path: ``./x``, ``../x``, ``/x``, ``~/x``, ``x/`` or ``a/b/c`` (a hub
+    spec is ``owner/name[@spec]``: one slash, before any ``@``)."""
+    head = target.split("@", 1)[0]
+    return (
+        target.startswith(("./", "../", "/", "~"))
+        or target in (".", "..")
+        or head.endswith("/")
+        or head.count("/") > 1
+    )
 
 
 def _local_places(target: str) -> list[str]:
@@ -124,7 +139,10 @@ def _install_hub(spec: str, out: Console, *, upgrade: bool, token: str | None, h
     try:
         result = install_from_hub(spec, upgrade=upgrade, token=token, python=sys.executable, url=hub_url)
     except EnvironmentNotFound as exc:  # a bare name found nowhere: one error naming every place
-        fail(str(exc.with_local_places(_local_places(spec))), EXIT_FAILED)
+        from verifiers.envs.loading import did_you_mean, similar_environments
+
+        hint = did_you_mean(similar_environments(spec))
+        fail(str(exc.with_local_places(_local_places(spec))) + (f"\n{hint}" if hint else ""), EXIT_FAILED)
     except (HubInstallError, ValueError) as exc:  # written for users: show them, minus a traceback
         first, _, rest = str(exc).partition("\n")
         if rest.strip():

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from verifiers._extras import require_extra
 from verifiers.cli._common import EXIT_FAILED, fail, make_app, parse_json_object, run_command, setup_logging
 
 PROG = "vf-serve"
@@ -39,6 +40,37 @@ def serve_command(
     worker_timeout: Annotated[
         float, typer.Option("--worker-timeout", help="seconds a silent (hung) worker lives before a restart")
     ] = 60.0,
+    max_seq_len: Annotated[
+        int | None,
+        typer.Option(
+            "--max-seq-len",
+            help="token budget of each rollout whose request names none (every reference-protocol rollout): "
+            "a prompt that no longer fits ends the rollout as prompt_too_long",
+            show_default=False,
+        ),
+    ] = None,
+    score_rollouts: Annotated[
+        bool,
+        typer.Option(
+            "--score-rollouts/--no-score-rollouts",
+            help="score reference-protocol rollouts (--no-score-rollouts: return them unscored)",
+        ),
+    ] = True,
+    api_key_var: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--api-key-var",
+            help="a variable of this server's environment that requests may name as api_key_var, whose value "
+            "is sent to the request's endpoint (repeatable; default: OPENAI_API_KEY and VLLM_API_KEY)",
+        ),
+    ] = None,
+    allow_base_url: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-base-url",
+            help="an endpoint (or URL prefix) requests may name as base_url (repeatable; default: any)",
+        ),
+    ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="log more")] = False,
 ) -> None:
     """Serve an environment to trainers: GET /health, /info, /dataset and POST /rollouts over HTTP (JSON,
@@ -50,14 +82,18 @@ def serve_command(
         fail("--max-concurrent and --workers must be at least 1")
     if worker_timeout <= 0 or drain_timeout < 0:
         fail("--worker-timeout must be positive and --drain-timeout not negative")
-    try:
-        import msgpack  # noqa: F401
-        import zmq  # noqa: F401
-    except ImportError:
-        fail("vf-serve needs the `serve` extra: pip install 'verifiers-sdk[serve]'", EXIT_FAILED)
+    if max_seq_len is not None and max_seq_len < 1:
+        fail("--max-seq-len must be at least 1")
+    require_extra("serve", PROG)  # pyzmq and msgpack: one line saying how to install them, not a traceback
     from verifiers.errors import VerifiersError
     from verifiers.eval.sync import run_async
+    from verifiers.serve.policy import ClientPolicy
     from verifiers.serve.server import ServeConfig, serve
+
+    try:
+        policy = ClientPolicy.make(api_key_var, allow_base_url or [])
+    except ValueError as exc:
+        fail(f"--api-key-var / --allow-base-url: {exc}")
 
     config = ServeConfig(
         env_id=env_id,
@@ -69,6 +105,9 @@ def serve_command(
         workers=workers,
         drain_timeout=drain_timeout,
         worker_timeout=worker_timeout,
+        max_seq_len=max_seq_len,
+        score_rollouts=score_rollouts,
+        policy=policy,
     )
     try:
         run_async(serve(config))

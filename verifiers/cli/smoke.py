@@ -36,6 +36,12 @@ def smoke(
     timeout: Annotated[
         float, typer.Option("--timeout", min=1.0, help="Seconds for the whole check.")
     ] = 300.0,
+    max_dependency_mb: Annotated[
+        int,
+        typer.Option(
+            "--max-dependency-mb", min=1, help="Most MB of requirement wheels beyond the SDK to download."
+        ),
+    ] = 256,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
 ) -> None:
     """Exit status 0 when the check passed, 1 when it failed or was skipped (the report says why)."""
@@ -45,7 +51,12 @@ def smoke(
         fail(f"{wheel} is not a wheel file")
     report = asyncio.run(
         run_smoke_check(
-            wheel.name, wheel.read_bytes(), backend=backend, timeout_s=timeout, index_url=index_url
+            wheel.name,
+            wheel.read_bytes(),
+            backend=backend,
+            timeout_s=timeout,
+            index_url=index_url,
+            max_dependency_bytes=max_dependency_mb * 1024 * 1024,
         )
     )
     if as_json:

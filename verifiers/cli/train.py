@@ -12,9 +12,13 @@ from typing import Annotated
 
 import typer
 
-from verifiers.cli._common import EXIT_FAILED, fail, make_app, run_command
+from verifiers.cli._common import EXIT_FAILED, fail, make_app, run_command, setup_logging
 
 PROG = "vf-train"
+#: ``-v``: more logging, and the traceback of an unexpected error (``run_command`` reads the flag).
+Verbose = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Log more; show tracebacks of unexpected errors.")
+]
 
 app = make_app(
     "Render, validate and launch prime-rl v0.5.0 runs on our environments (env servers via vf-serve, "
@@ -44,9 +48,11 @@ def render_command(
             "--set", help="section.key=value override (TOML value), repeatable.", show_default=False
         ),
     ] = None,
+    verbose: Verbose = False,
 ) -> None:
     from verifiers.training.prime_rl.render import RenderError, render
 
+    setup_logging(verbose)
     if preset not in ("single-node", "intellect3"):
         fail(f"--preset {preset!r}: choose single-node or intellect3")
     try:
@@ -64,9 +70,11 @@ def validate_command(
     no_probe: Annotated[
         bool, typer.Option("--no-probe", help="Do not contact env servers or import environments.")
     ] = False,
+    verbose: Verbose = False,
 ) -> None:
     from verifiers.training.prime_rl.validate import validate
 
+    setup_logging(verbose)
     if not run_dir.is_dir():
         fail(f"{run_dir} is not a directory")
     report = validate(run_dir, probe_envs=not no_probe)
@@ -75,8 +83,8 @@ def validate_command(
             typer.echo(
                 f"env {e['id']}: version {e['version']}, content hash {(e['content_hash'] or '?')[:12]} ({e['source']})"
             )
-    for p in report.problems:
-        typer.echo(str(p))
+    for line in report.lines():
+        typer.echo(line)
     if not report.ok:
         fail(f"{len(report.problems)} problem(s) in {run_dir}", EXIT_FAILED)
     typer.echo(f"{run_dir}: OK for prime-rl v0.5.0")
@@ -92,20 +100,46 @@ def launch_command(
         str | None,
         typer.Option("--prime-rl-dir", help="A prime-rl v0.5.0 checkout with its venv.", show_default=False),
     ] = None,
+    prime_rl_python: Annotated[
+        str | None,
+        typer.Option(
+            "--prime-rl-python",
+            help="The Python of an environment prime-rl v0.5.0 is installed in (instead of a checkout).",
+            show_default=False,
+        ),
+    ] = None,
+    orchestrator_only: Annotated[
+        bool,
+        typer.Option(
+            "--orchestrator-only",
+            help="Run only the env servers and prime-rl's orchestrator here (inference and trainer run "
+            "elsewhere); no GPU needed.",
+        ),
+    ] = False,
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds to wait for env-server health.")
     ] = 120.0,
+    verbose: Verbose = False,
 ) -> None:
     from verifiers.training.prime_rl.launch import LaunchError, launch
     from verifiers.training.prime_rl.validate import validate
 
+    setup_logging(verbose)
     report = validate(run_dir, probe_envs=False)
     if not report.ok:
         for p in report.problems:
             typer.echo(str(p))
         fail(f"{run_dir} does not validate; fix it first (vf-train validate {run_dir})", EXIT_FAILED)
     try:
-        status = launch(run_dir, dry_run=dry_run, prime_rl_dir=prime_rl_dir, say=typer.echo, timeout=timeout)
+        status = launch(
+            run_dir,
+            dry_run=dry_run,
+            prime_rl_dir=prime_rl_dir,
+            prime_rl_python=prime_rl_python,
+            orchestrator_only=orchestrator_only,
+            say=typer.echo,
+            timeout=timeout,
+        )
     except LaunchError as exc:
         fail(str(exc), EXIT_FAILED)
     raise typer.Exit(status)
@@ -114,8 +148,10 @@ def launch_command(
 @app.command("bridge")
 def bridge_command(
     run_dir: Annotated[Path, typer.Argument(metavar="DIR", help="A run directory written by render.")],
+    verbose: Verbose = False,
 ) -> None:
     """(Re)write DIR/packages: the loss package and one bridge package per environment."""
+    setup_logging(verbose)
     from verifiers.training.prime_rl.bridge import write_packages
     from verifiers.training.prime_rl.spec import RunSpec
 

@@ -16,6 +16,7 @@ _EXPORTS: dict[str, str] = {
     "Client": "verifiers.clients.client",
     "ClientOptions": "verifiers.clients.client",
     "ClientStats": "verifiers.clients.client",
+    "Continuation": "verifiers.clients._tokens",
     "Endpoint": "verifiers.clients.client",
 }
 __all__ = sorted(_EXPORTS)
@@ -27,6 +28,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
         as_client as as_client,
         owned_client as owned_client,
     )
+    from verifiers.clients._tokens import Continuation as Continuation
     from verifiers.clients.client import (
         Api as Api,
         Backend as Backend,

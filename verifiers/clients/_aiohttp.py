@@ -14,7 +14,15 @@ from typing import Any
 import aiohttp
 import orjson
 
-from verifiers.clients._transport import ROUTE_PATHS, Route, TransientError, error_text, status_error
+from verifiers.clients._transport import (
+    ROOT_PATHS,
+    ROUTE_PATHS,
+    Route,
+    TransientError,
+    error_text,
+    route_url,
+    status_error,
+)
 
 
 def _error_body(raw: bytes) -> Any:
@@ -42,7 +50,9 @@ class AiohttpTransport:
     ) -> None:
         self.timeout = timeout
         self.read_timeout = read_timeout
-        self._urls = [{route: root + path for route, path in ROUTE_PATHS.items()} for root in roots]
+        self._urls = [
+            {route: route_url(root, route) for route in (*ROUTE_PATHS, *ROOT_PATHS)} for root in roots
+        ]
         self._headers = [self._make_headers(key, headers) for key in api_keys]
         self._client_timeout = aiohttp.ClientTimeout(
             total=timeout, sock_connect=connect_timeout, sock_read=read_timeout
@@ -70,13 +80,16 @@ class AiohttpTransport:
             self._session_loop = loop
         return self._session
 
-    async def send(self, idx: int, route: Route, payload: dict[str, Any] | None) -> Any:
+    async def send(
+        self, idx: int, route: Route, payload: dict[str, Any] | None, headers: Mapping[str, str] | None = None
+    ) -> Any:
         url = self._urls[idx][route]
         session = self._get_session()
         method = "GET" if payload is None else "POST"
         data = None if payload is None else orjson.dumps(payload)
+        sent = self._headers[idx] if not headers else {**self._headers[idx], **headers}
         try:
-            async with session.request(method, url, data=data, headers=self._headers[idx]) as resp:
+            async with session.request(method, url, data=data, headers=sent) as resp:
                 raw = await resp.read()
                 if resp.status == 200:
                     try:

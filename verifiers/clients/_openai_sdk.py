@@ -24,7 +24,14 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from verifiers.clients._transport import ROUTE_PATHS, Route, TransientError, error_text, status_error
+from verifiers.clients._transport import (
+    ROOT_PATHS,
+    Route,
+    TransientError,
+    error_text,
+    route_url,
+    status_error,
+)
 from verifiers.errors import InvalidResponseError
 
 if TYPE_CHECKING:
@@ -142,7 +149,7 @@ class OpenAISDKTransport:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def url(self, idx: int, route: Route) -> str:
-        return self._roots[idx] + ROUTE_PATHS[route]
+        return route_url(self._roots[idx], route)
 
     def _make(self, idx: int) -> openai.AsyncOpenAI:
         client: openai.AsyncOpenAI = self._openai.AsyncOpenAI(
@@ -165,13 +172,21 @@ class OpenAISDKTransport:
             self._loop = loop
         return self._clients[idx]
 
-    async def send(self, idx: int, route: Route, payload: dict[str, Any] | None) -> Any:
+    async def send(
+        self, idx: int, route: Route, payload: dict[str, Any] | None, headers: Mapping[str, str] | None = None
+    ) -> Any:
         openai = self._openai
         sdk = self._sdk(idx)
         url = self.url(idx, route)
         try:
             if route == "models":
-                return to_body(await sdk.models.list())
+                return to_body(await sdk.models.list(extra_headers=dict(headers) if headers else None))
+            if route in ("chat_tokens", "tokenize"):
+                # Not typed by the SDK: a plain POST, its JSON answer as is (``cast_to=object``).
+                client = sdk if route not in ROOT_PATHS else sdk.with_options(base_url=url.rsplit("/", 1)[0])
+                path = "/chat/completions/tokens" if route == "chat_tokens" else ROOT_PATHS[route]
+                options: Any = {"headers": dict(headers)} if headers else {}
+                return await client.post(path, body=payload or {}, cast_to=object, options=options)
             method: Callable[..., Awaitable[Any]]
             if route == "chat":
                 method = sdk.chat.completions.create
@@ -179,7 +194,10 @@ class OpenAISDKTransport:
                 method = sdk.completions.create
             else:
                 method = sdk.responses.create
-            resp = await method(**call_arguments(method, payload or {}))
+            kwargs = call_arguments(method, payload or {})
+            if headers:
+                kwargs["extra_headers"] = dict(headers)
+            resp = await method(**kwargs)
         except openai.APITimeoutError:
             raise TransientError(
                 url, f"request timed out after {self._timeout_text}", timed_out=True

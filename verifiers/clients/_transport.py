@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import email.utils
 import time
+from collections.abc import Mapping
 from typing import Any, Literal, Protocol, TypeAlias
 
 from verifiers.errors import (
@@ -24,15 +25,28 @@ from verifiers.errors import (
     VerifiersError,
 )
 
-#: The calls a client makes: chat completions, plain completions, the Responses API, model listing.
-Route: TypeAlias = Literal["chat", "completions", "responses", "models"]
+#: The calls a client makes: chat completions, plain completions, the Responses API, model listing, and
+#: vLLM's two token routes: chat completions from prompt token ids (``/chat/completions/tokens``, what the
+#: reference SDK's token client and prime-rl's orchestrator use) and ``/tokenize``.
+Route: TypeAlias = Literal["chat", "chat_tokens", "tokenize", "completions", "responses", "models"]
 #: The URL path of each route, relative to the endpoint root (``…/v1``).
 ROUTE_PATHS: dict[Route, str] = {
     "chat": "/chat/completions",
+    "chat_tokens": "/chat/completions/tokens",
     "completions": "/completions",
     "responses": "/responses",
     "models": "/models",
 }
+#: Routes served at the server's root, beside ``/v1`` rather than under it (vLLM's ``/tokenize``).
+ROOT_PATHS: dict[Route, str] = {"tokenize": "/tokenize"}
+
+
+def route_url(root: str, route: Route) -> str:
+    """The URL of ``route`` on the endpoint whose base URL (``…/v1``) is ``root``."""
+    if route in ROOT_PATHS:
+        return root.removesuffix("/v1") + ROOT_PATHS[route]
+    return root + ROUTE_PATHS[route]
+
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 521, 522, 524, 529})
 #: Statuses that mean "too much load", besides timeouts.
@@ -84,9 +98,12 @@ class TransientError(Exception):
 class Transport(Protocol):
     """Sends one attempt of one request to endpoint ``idx`` (an index into the client's endpoints)."""
 
-    async def send(self, idx: int, route: Route, payload: dict[str, Any] | None) -> Any:
+    async def send(
+        self, idx: int, route: Route, payload: dict[str, Any] | None, headers: Mapping[str, str] | None = None
+    ) -> Any:
         """The response body as JSON-like data (dicts and lists), or raise ``TransientError`` / a
-        ``verifiers.errors`` error. ``payload`` is the wire-format request body (``None`` for GET)."""
+        ``verifiers.errors`` error. ``payload`` is the wire-format request body (``None`` for GET);
+        ``headers`` are added to this request only."""
         ...
 
     def url(self, idx: int, route: Route) -> str:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, Unpack, ge
 
 from verifiers.clients._decode import decode_chat, decode_completion, decode_responses
 from verifiers.clients._responses import responses_payload
+from verifiers.clients._tokens import Continuation, continuation_prompt_ids
 from verifiers.clients._transport import Route, TransientError, Transport
 from verifiers.clients.sampling import request_fields
 from verifiers.errors import VerifiersError
@@ -47,6 +48,14 @@ if TYPE_CHECKING:
 Backend: TypeAlias = Literal["aiohttp", "openai"]
 #: Which API chat calls use: Chat Completions, or the Responses API.
 Api: TypeAlias = Literal["chat", "responses"]
+#: The body field a chat request's token cap goes in: ``max_tokens`` (what every OpenAI-compatible server
+#: reads, llama.cpp's included) or ``max_completion_tokens`` (OpenAI's current name, which the reference
+#: SDK sends and vLLM reads too; llama-cpp-python's server ignores it).
+MaxTokensField: TypeAlias = Literal["max_tokens", "max_completion_tokens"]
+#: How requests spread over replicas: each group pinned to one endpoint (round-robin per group: a group
+#: shares prefix caches), or each request to the endpoint with the fewest requests in flight (replicas
+#: that answer one request at a time, like the local model's slots, where a pinned group would queue).
+Balance: TypeAlias = Literal["group", "least_busy"]
 # Default bounds of one request, by phase. A server that accepts and never answers costs at most
 # DEFAULT_TOTAL_TIMEOUT (not attempts x the per-attempt bound); slow non-streaming generations still fit.
 #: Opening a connection.
@@ -82,6 +91,11 @@ class ClientStats:
     throttled: int = 0
     #: Start time (``time.monotonic()``) of each attempt waiting for its answer, by a per-attempt key.
     waiting: dict[int, float] = field(default_factory=dict)
+    #: Attempts answered (successfully); with ``requests`` and ``waiting``, how far a busy server got.
+    answered: int = 0
+    #: Requests the endpoints answer at once, when known (the local model's slots): more in flight
+    #: than this queue at the server, which is busy, not silent. ``None``: unknown (a remote server).
+    capacity: int | None = None
 
     def waiting_longer_than(self, seconds: float) -> int:
         """Attempts sent more than ``seconds`` ago and not answered yet (a silent server shows here)."""
@@ -101,14 +115,19 @@ class ClientOptions(TypedDict, total=False):
     backoff_max: float
     max_connections: int
     headers: Mapping[str, str] | None
+    headers_from_state: Mapping[str, str] | None
+    token_prompts: bool
+    max_tokens_field: MaxTokensField
     api: Api
+    balance: Balance
 
 
 class Client:
     """An async client for one or more OpenAI-compatible endpoints.
 
     Several endpoints are replicas of one model: rollouts of one group are pinned to one endpoint
-    (``next_endpoint()`` hands out indices round-robin) so a group shares prefix caches.
+    (``next_endpoint()`` hands out indices round-robin) so a group shares prefix caches; with
+    ``balance="least_busy"`` each request goes to the endpoint with the fewest requests in flight instead.
 
     Timeouts, by phase (defaults ``DEFAULT_*_TIMEOUT``): ``connect_timeout`` (opening a connection),
     ``read_timeout`` (the first byte of the answer, or any silence after it), ``timeout`` (one attempt;
@@ -118,6 +137,13 @@ class Client:
     ``backend`` defaults to ``"aiohttp"``, or ``"openai"`` when ``http_client`` or ``openai_client`` is
     given (both are the caller's and never closed here). ``max_connections`` (0 = unlimited) applies to the
     aiohttp transport; with the SDK, give an ``http_client`` with the limits wanted.
+
+    Per request, as the reference SDK's client does: ``headers_from_state`` maps header names to keys of
+    the rollout state a chat call is given (``{"X-Session-ID": "example_id"}``: sticky routing of one
+    rollout's requests behind a router); ``token_prompts`` continues a conversation from token ids
+    (``chat(..., continuation=...)``: vLLM's ``/chat/completions/tokens``, see ``verifiers.clients._tokens``),
+    so what the model produced is never re-tokenized. ``None`` sampling values are left out of request
+    bodies; ``max_tokens_field`` names the field the token cap is sent in.
     """
 
     def __init__(
@@ -134,8 +160,12 @@ class Client:
         backoff_max: float = 30.0,
         max_connections: int = 0,
         headers: Mapping[str, str] | None = None,
+        headers_from_state: Mapping[str, str] | None = None,
+        token_prompts: bool = False,
+        max_tokens_field: MaxTokensField = "max_tokens",
         backend: Backend | None = None,
         api: Api = "chat",
+        balance: Balance = "group",
         http_client: httpx.AsyncClient | None = None,
         openai_client: openai.AsyncOpenAI | None = None,
     ) -> None:
@@ -145,6 +175,12 @@ class Client:
             raise ValueError(f"backend must be one of {get_args(Backend)}, not {backend!r}")
         if api not in get_args(Api):
             raise ValueError(f"api must be one of {get_args(Api)}, not {api!r}")
+        if max_tokens_field not in get_args(MaxTokensField):
+            raise ValueError(
+                f"max_tokens_field must be one of {get_args(MaxTokensField)}, not {max_tokens_field!r}"
+            )
+        if balance not in get_args(Balance):
+            raise ValueError(f"balance must be one of {get_args(Balance)}, not {balance!r}")
         if chosen == "aiohttp" and sdk_given:
             raise ValueError("http_client and openai_client are for backend='openai'")
         if chosen == "openai" and max_connections:
@@ -177,6 +213,10 @@ class Client:
         ]
         self.backend: Backend = chosen
         self.api: Api = api
+        self.headers_from_state: dict[str, str] = dict(headers_from_state or {})
+        self.token_prompts = token_prompts
+        self.max_tokens_field: MaxTokensField = max_tokens_field
+        self.balance: Balance = balance
         self.max_retries = max_retries
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
@@ -186,6 +226,7 @@ class Client:
         self.stats = ClientStats()
         self._attempt_keys = itertools.count()
         self._rr = itertools.count()
+        self._busy = [0] * len(self.endpoints)  # requests in flight per endpoint (for "least_busy")
         #: Called with (attempt, delay, reason) before each retry sleep; used by progress displays.
         self.on_retry: Callable[[int, float, str], None] | None = None
         self._throttle_listeners: list[Callable[[float], None]] = []
@@ -199,8 +240,12 @@ class Client:
             "backoff_max": backoff_max,
             "max_connections": max_connections,
             "headers": dict(headers) if headers else None,
+            "headers_from_state": dict(headers_from_state) if headers_from_state else None,
+            "token_prompts": token_prompts,
+            "max_tokens_field": max_tokens_field,
             "backend": chosen,
             "api": api,
+            "balance": balance,
             "http_client": http_client,
             "openai_client": openai_client,
         }
@@ -295,27 +340,56 @@ class Client:
         sampling_args: SamplingArgs | None = None,
         tools: list[dict[str, Any]] | None = None,
         endpoint: int | None = None,
+        state: Mapping[str, Any] | None = None,
+        continuation: Continuation | None = None,
     ) -> ModelResponse:
         """One chat completion (or Responses API call, with ``api="responses"``). Raises a
-        ``verifiers.errors`` error after retries are exhausted."""
+        ``verifiers.errors`` error after retries are exhausted.
+
+        ``state``: the rollout's state, read for ``headers_from_state``. ``continuation``: the token ids of
+        the conversation so far (the previous call's prompt and completion) and how many leading
+        ``messages`` they cover; with ``token_prompts`` the request then goes to
+        ``/chat/completions/tokens`` with those ids followed by the template's tokens for the newer
+        messages (when that cannot be done the messages are sent as usual)."""
         idx = self._pick(endpoint)
         ep = self.endpoints[idx]
+        name = ep.model or model
         fields = request_fields(sampling_args)
+        headers = self._state_headers(state)
         if self.api == "responses":
             body = await self._send(
-                idx, "responses", responses_payload(ep.model or model, messages, fields, tools)
+                idx, "responses", responses_payload(name, messages, fields, tools), headers
             )
             resp = decode_responses(body, ep.base_url)
         else:
-            payload: dict[str, Any] = {"model": ep.model or model, "messages": messages}
+            if self.max_tokens_field == "max_completion_tokens" and "max_tokens" in fields:
+                fields["max_completion_tokens"] = fields.pop("max_tokens")
+            payload: dict[str, Any] = {"model": name, "messages": messages}
             if fields:
                 payload.update(fields)
             if tools:
                 payload["tools"] = tools
-            body = await self._send(idx, "chat", payload)
+            prompt_ids = None
+            if continuation is not None and self.token_prompts and isinstance(messages, list):
+
+                async def tokenize(body: dict[str, Any]) -> Any:
+                    return await self._send(idx, "tokenize", {"model": name, **body}, headers)
+
+                prompt_ids = await continuation_prompt_ids(tokenize, continuation, messages, tools)
+            if prompt_ids is not None:
+                body = await self._send(idx, "chat_tokens", {**payload, "tokens": prompt_ids}, headers)
+            else:
+                body = await self._send(idx, "chat", payload, headers)
             resp = decode_chat(body, ep.base_url)
         self.usage.add(resp.prompt_tokens, resp.completion_tokens)
         return resp
+
+    def _state_headers(self, state: Mapping[str, Any] | None) -> dict[str, str] | None:
+        """``headers_from_state`` resolved against a rollout's state (keys it lacks send no header)."""
+        if not self.headers_from_state or not state:
+            return None
+        out = {h: str(state[k]) for h, k in self.headers_from_state.items() if state.get(k) is not None}
+        return out or None
 
     async def complete(
         self,
@@ -343,6 +417,10 @@ class Client:
 
     # --- retries -----------------------------------------------------------------------------------
     def _pick(self, endpoint: int | None) -> int:
+        if self.balance == "least_busy" and len(self.endpoints) > 1:
+            fewest = min(self._busy)
+            idle = [i for i, n in enumerate(self._busy) if n == fewest]
+            return idle[next(self._rr) % len(idle)]
         if endpoint is None:
             return self.next_endpoint()
         return endpoint % len(self.endpoints)
@@ -353,7 +431,26 @@ class Client:
         # Full jitter: spreads the retries of many concurrent rollouts so they do not arrive together.
         return random.uniform(0, min(self.backoff_max, self.backoff_base * (2**attempt)))
 
-    async def _send(self, idx: int, route: Route, payload: dict[str, Any] | None) -> Any:
+    async def _send(
+        self,
+        idx: int,
+        route: Route,
+        payload: dict[str, Any] | None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
+        self._busy[idx] += 1
+        try:
+            return await self._send_attempts(idx, route, payload, headers)
+        finally:
+            self._busy[idx] -= 1
+
+    async def _send_attempts(
+        self,
+        idx: int,
+        route: Route,
+        payload: dict[str, Any] | None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
         """The one retry policy, whichever transport sends the attempts; ``total_timeout`` bounds them
         all (each attempt gets what is left of it)."""
         transport = self._transport
@@ -372,9 +469,12 @@ class Client:
             waiting[key] = sent_at = time.monotonic()
             try:
                 if self_bounded and limit >= self.timeout:
-                    return await transport.send(idx, route, payload)
-                async with asyncio.timeout(limit):
-                    return await transport.send(idx, route, payload)
+                    body = await transport.send(idx, route, payload, headers)
+                else:
+                    async with asyncio.timeout(limit):
+                        body = await transport.send(idx, route, payload, headers)
+                self.stats.answered += 1
+                return body
             except TransientError as exc:
                 last = exc
             except TimeoutError:

@@ -7,6 +7,9 @@
     with LocalModelServer("local/smollm2") as server:
         env.evaluate(server.base_url, server.model_name)
 
+``slots=N`` starts N server processes (llama-cpp-python's server answers one request at a time), so N
+requests are answered at once.
+
 The server runs in its own process group (Ctrl-C reaches us, not it) and, on Linux, is told to exit when
 the process that started it dies, so a killed eval never leaves an orphan server holding the port.
 """
@@ -29,6 +32,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from verifiers._extras import install_command
+
 LOCAL_PREFIX = "local/"
 LOCAL_PATH_PREFIX = "local:"
 _SERVER_MODULES = (
@@ -39,7 +44,14 @@ _SERVER_MODULES = (
     "starlette_context",
     "pydantic_settings",
 )
-_INSTALL_SERVER = "pip install 'verifiers-sdk[local]'  (or: pip install 'llama-cpp-python[server]')"
+
+
+#: Whether the embedded server returns tool calls. It formats each model's chat with the model's own
+#: template through llama-cpp-python's default chat handler, which never returns ``tool_calls``; the
+#: library's one function-calling handler (``chatml-function-calling``) generates tool arguments with no
+#: token limit (past the context window) and constrains plain replies to a function name, so it is not
+#: used. Runs of environments that offer tools are warned before they start.
+CALLS_TOOLS = False
 
 
 class LocalModelError(RuntimeError):
@@ -109,8 +121,8 @@ def check_server_installed() -> None:
     missing = [m for m in _SERVER_MODULES if importlib.util.find_spec(m) is None]
     if missing:
         raise LocalModelError(
-            f"the local model server needs llama-cpp-python[server] (missing: {', '.join(missing)}): "
-            f"{_INSTALL_SERVER}"
+            f"the local model server needs the [local] extra (missing: {', '.join(missing)}): "
+            f"{install_command('local')}"
         )
 
 
@@ -137,18 +149,113 @@ def _die_with_parent() -> Callable[[], None] | None:
     return preexec
 
 
-class LocalModelServer:
-    """A llama.cpp OpenAI-compatible server for one GGUF model on a free loopback port.
+class _ServerProcess:
+    """One ``python -m llama_cpp.server`` process on a loopback port, with its log file."""
 
-    ``start()`` blocks until ``GET /v1/models`` answers; ``stop()`` ends the server (SIGTERM, then
-    SIGKILL) and deletes its log, except the log of a failed ``start()``, which its error names. Call both
-    from the main thread: on Linux the server is tied to the thread that started it.
+    def __init__(self, command: Callable[[int], list[str]], host: str, port: int | None) -> None:
+        self._command = command
+        self.host = host
+        self.port = port
+        self.log_path: Path | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def launch(self, port: int) -> None:
+        fd, log = tempfile.mkstemp(prefix="vf-local-model-", suffix=".log")
+        self.log_path = Path(log)
+        with os.fdopen(fd, "wb") as log_file:
+            self._proc = subprocess.Popen(
+                self._command(port),
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent(),
+            )
+        self.port = port
+
+    def _log_tail(self, lines: int = 8) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        text = self.log_path.read_text(errors="replace").strip().splitlines()
+        return "\n".join(text[-lines:])
+
+    def ready(self) -> bool:
+        """Whether ``GET /v1/models`` answers; raises ``LocalModelError`` if the process has exited."""
+        assert self._proc is not None
+        code = self._proc.poll()
+        if code is not None:
+            last = self._log_tail(1) or "(no output)"
+            raise LocalModelError(
+                f"the local model server exited with status {code} while starting: {last} "
+                f"(full log: {self.log_path})"
+            )
+        try:
+            with urllib.request.urlopen(f"http://{self.host}:{self.port}/v1/models", timeout=2) as resp:
+                return bool(resp.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def stop(self, *, keep_log: bool = False, grace: float = 10.0) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)  # its own process group: the server and any helper
+            try:
+                proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if not keep_log and self.log_path is not None:
+            with contextlib.suppress(OSError):
+                self.log_path.unlink()
+            self.log_path = None
+
+
+def cpu_cores() -> int:
+    """Cores this process may run on (its affinity mask, which containers narrow), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def idle_cores() -> int:
+    """Cores not busy with other work right now (``cpu_cores()`` less the 1-minute load average), at
+    least 1."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = 0.0
+    return max(1, cpu_cores() - int(load + 0.5))
+
+
+class LocalModelServer:
+    """A llama.cpp OpenAI-compatible server for one GGUF model on free loopback ports.
+
+    llama-cpp-python's server answers one request at a time (one model behind a lock; 0.3.x has no
+    parallel slots), so ``slots=N`` starts N server processes: N requests are answered at once, at
+    ``base_urls`` (give them all to a ``Client`` with ``balance="least_busy"``); ``base_url`` is the
+    first. Each process gets ``n_threads``, by default its share of the idle cores (``idle_cores() // N``,
+    at least 1): llama.cpp's threads wait for each other at every layer, so one that shares its core with
+    other work stalls the rest — on a loaded 2-core machine two threads were 17x slower than one
+    (``benchmarks/local_model_slots.py``).
+
+    ``start()`` blocks until ``GET /v1/models`` answers on every slot; ``stop()`` ends the servers
+    (SIGTERM, then SIGKILL) and deletes their logs, except the log of a failed ``start()``, which its
+    error names. Call both from the main thread: on Linux the servers are tied to the thread that started
+    them.
     """
 
     def __init__(
         self,
         model: str,
         *,
+        slots: int = 1,
         n_ctx: int | None = None,
         n_threads: int | None = None,
         host: str = "127.0.0.1",
@@ -157,18 +264,22 @@ class LocalModelServer:
         python: str = sys.executable,
         extra_args: Sequence[str] = (),
     ) -> None:
+        if slots < 1:
+            raise ValueError("slots must be at least 1")
+        if port is not None and slots > 1:
+            raise ValueError("a fixed port serves one slot: pass slots=1, or no port")
         self.model = model
         self.model_file = resolve_model_file(model)
         builtin = BUILTIN_MODELS.get(model[len(LOCAL_PREFIX) :]) if model.startswith(LOCAL_PREFIX) else None
         self.n_ctx = n_ctx or (builtin.n_ctx if builtin else 2048)
-        self.n_threads = n_threads or max(1, os.cpu_count() or 1)
+        self.slots = slots
+        self.n_threads = n_threads or max(1, idle_cores() // slots)
         self.host = host
-        self.port = port
         self.startup_timeout = startup_timeout
         self.python = python
         self.extra_args = list(extra_args)
-        self.log_path: Path | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._fixed_port = port
+        self._servers = [_ServerProcess(self.command, host, port) for _ in range(slots)]
 
     @property
     def model_name(self) -> str:
@@ -176,14 +287,28 @@ class LocalModelServer:
         return self.model
 
     @property
-    def base_url(self) -> str:
-        if self.port is None:
+    def port(self) -> int | None:
+        return self._servers[0].port
+
+    @property
+    def log_path(self) -> Path | None:
+        """The first slot's log (a failed start's error names the log of the slot that failed)."""
+        return self._servers[0].log_path
+
+    @property
+    def base_urls(self) -> list[str]:
+        """One base URL per slot."""
+        if not self.running:
             raise LocalModelError("the local model server is not started")
-        return f"http://{self.host}:{self.port}/v1"
+        return [f"http://{self.host}:{s.port}/v1" for s in self._servers]
+
+    @property
+    def base_url(self) -> str:
+        return self.base_urls[0]
 
     @property
     def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        return all(s.running for s in self._servers)
 
     def command(self, port: int) -> list[str]:
         return [
@@ -211,84 +336,46 @@ class LocalModelServer:
         if self.running:
             return self
         check_server_installed()
-        fixed_port = self.port
-        last_error = ""
-        for _attempt in range(3):  # a free port can be taken between probing and binding: pick another
-            port = fixed_port or free_port(self.host)
-            try:
-                self._launch(port)
-                self._wait_ready()
-                return self
-            except LocalModelError as exc:
-                last_error = str(exc)
-                if fixed_port is None and "address already in use" in last_error.lower():
-                    self.stop()
-                    continue
-                # The error names the log: it now belongs to the user, and a later stop() keeps it.
-                self.stop(keep_log=True)
-                self.log_path = None
-                raise
-        raise LocalModelError(last_error)
-
-    def _launch(self, port: int) -> None:
-        fd, log = tempfile.mkstemp(prefix="vf-local-model-", suffix=".log")
-        self.log_path = Path(log)
-        with os.fdopen(fd, "wb") as log_file:
-            self._proc = subprocess.Popen(
-                self.command(port),
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_die_with_parent(),
-            )
-        self.port = port
-
-    def _log_tail(self, lines: int = 8) -> str:
-        if self.log_path is None or not self.log_path.exists():
-            return ""
-        text = self.log_path.read_text(errors="replace").strip().splitlines()
-        return "\n".join(text[-lines:])
-
-    def _wait_ready(self) -> None:
-        assert self._proc is not None
-        url = f"http://{self.host}:{self.port}/v1/models"
-        deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            code = self._proc.poll()
-            if code is not None:
-                last = self._log_tail(1) or "(no output)"
-                raise LocalModelError(
-                    f"the local model server exited with status {code} while starting: {last} "
-                    f"(full log: {self.log_path})"
-                )
-            try:
-                with urllib.request.urlopen(url, timeout=2) as resp:
-                    if resp.status == 200:
-                        return
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(0.1)
-        raise LocalModelError(
-            f"the local model server did not answer {url} within {self.startup_timeout:g}s; "
-            f"log: {self.log_path}"
-        )
+        try:
+            # All slots load at once; a free port can be taken between probing and binding: pick another.
+            pending = {i: 3 for i in range(self.slots)}
+            fixed = self._fixed_port
+            for i in pending:
+                self._servers[i].launch(fixed or free_port(self.host))
+            deadline = time.monotonic() + self.startup_timeout
+            while pending:
+                if time.monotonic() >= deadline:
+                    raise LocalModelError(
+                        f"the local model server did not answer within {self.startup_timeout:g}s; "
+                        f"log: {self._servers[next(iter(pending))].log_path}"
+                    )
+                for i in list(pending):
+                    server = self._servers[i]
+                    try:
+                        if server.ready():
+                            del pending[i]
+                    except LocalModelError as exc:
+                        pending[i] -= 1
+                        if fixed is None and pending[i] > 0 and "address already in use" in str(exc).lower():
+                            server.stop()
+                            server.launch(free_port(self.host))
+                            continue
+                        raise
+                time.sleep(0.1)
+        except BaseException as exc:
+            # A start that failed names the log: it now belongs to the user, and a later stop() keeps it.
+            named = str(exc) if isinstance(exc, LocalModelError) else ""
+            for server in self._servers:
+                keep = server.log_path is not None and str(server.log_path) in named
+                server.stop(keep_log=keep)
+                if keep:
+                    server.log_path = None
+            raise
+        return self
 
     def stop(self, *, keep_log: bool = False, grace: float = 10.0) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)  # its own process group: the server and any helper
-            try:
-                proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        if not keep_log and self.log_path is not None:
-            with contextlib.suppress(OSError):
-                self.log_path.unlink()
-            self.log_path = None
+        for server in self._servers:
+            server.stop(keep_log=keep_log, grace=grace)
 
     def __enter__(self) -> LocalModelServer:
         return self.start()
@@ -299,11 +386,14 @@ class LocalModelServer:
 
 __all__ = [
     "BUILTIN_MODELS",
+    "CALLS_TOOLS",
     "BuiltinModel",
     "LocalModelError",
     "LocalModelServer",
     "check_server_installed",
+    "cpu_cores",
     "free_port",
+    "idle_cores",
     "is_local_model",
     "resolve_model_file",
 ]

@@ -2,8 +2,9 @@
 
 Layers are merged lowest first (an environment's defaults, then a run's settings, then a caller's
 override); a later layer wins key by key, and ``extra_body`` is merged key by key too, so a run that sets
-``extra_body.top_k`` keeps an environment's ``extra_body.min_p``. ``None`` values are kept as sent: a
-layer that sets ``temperature = None`` really sends ``null``.
+``extra_body.top_k`` keeps an environment's ``extra_body.min_p``. A layer that sets ``temperature = None``
+overrides a lower layer's value with "unset": request bodies leave ``None`` values out, so the server's
+default applies.
 
 The merge is idempotent (``merge(a, merge(a, b)) == merge(a, b)``), which is what lets a run compute what
 each request family sends once, record exactly that, and hand it down unchanged.
@@ -72,12 +73,13 @@ def token_request_args(return_tokens: ReturnTokens) -> SamplingArgs:
 
 def request_fields(args: Mapping[str, Any] | None) -> dict[str, Any]:
     """The JSON body fields sampling arguments add to a request: ``extra_body`` flattened into the top
-    level (the ``openai`` SDK's rule), everything else as given."""
+    level (the ``openai`` SDK's rule), everything else as given except ``None`` values, which are left out
+    (as the reference SDK's clients do: the server's default applies)."""
     if not args:
         return {}
     fields = {k: v for k, v in args.items() if k != "extra_body"}
     fields.update(args.get("extra_body") or {})
-    return fields
+    return {k: v for k, v in fields.items() if v is not None}
 
 
 __all__ = ["cap_max_tokens", "merge_sampling_args", "request_fields", "token_request_args"]

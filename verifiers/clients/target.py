@@ -1,7 +1,8 @@
 """Where a run's requests go: a model name resolved to endpoints (a registry alias, a base URL, or the
 embedded local model), checked before anything expensive starts.
 
-Resolution order: ``local/NAME`` or ``local:PATH`` is the embedded llama.cpp model; else an alias of the
+Resolution order: ``local/NAME`` or ``local:PATH`` is the embedded llama.cpp model (started for the run,
+or, with a base URL, the one already served there: a ``LocalModelServer`` of the caller's); else an alias of the
 endpoint registry (``registry_path``, or ``./configs/endpoints.toml`` when it exists) unless a base URL is
 given; else ``base_url`` (default: OpenAI's) with the key from ``api_key_var`` (default
 ``OPENAI_API_KEY``, which may be unset for servers without auth).
@@ -16,6 +17,7 @@ from pathlib import Path
 from verifiers.clients.client import Endpoint
 from verifiers.clients.local_model import (
     BUILTIN_MODELS,
+    CALLS_TOOLS,
     LOCAL_PREFIX,
     LocalModelError,
     check_server_installed,
@@ -41,12 +43,15 @@ class Target:
 
     model: str
     endpoints: list[Endpoint] = field(default_factory=list)
-    #: The embedded local model: endpoints are filled in once its server has started.
+    #: The embedded local model. Without endpoints its server is started for the run (and they are filled
+    #: in then); with them, it is already served there.
     local: bool = False
     key_var: str | None = None
     key_set: bool = False
     #: Context length of the local model (``max_tokens`` is capped to fit it), else ``None``.
     context_tokens: int | None = None
+    #: Whether the model returns tool calls: ``False`` for the local model, ``None`` when not known.
+    calls_tools: bool | None = None
 
     def hint(self) -> str:
         """What to check when requests fail (named in error messages)."""
@@ -70,14 +75,21 @@ def resolve_context_tokens(model: str) -> int | None:
 
 
 def _local_target(model: str, base_url: str | None) -> Target:
-    if base_url is not None:
-        raise TargetError(f"base_url cannot be combined with the local model {model!r}")
+    context = resolve_context_tokens(model)
+    if base_url is not None:  # served already (``with LocalModelServer(...) as server``): nothing to start
+        return Target(
+            model=model,
+            endpoints=[Endpoint(base_url)],
+            local=True,
+            context_tokens=context,
+            calls_tools=CALLS_TOOLS,
+        )
     try:  # fail before loading anything when a package or the model file is missing
         resolve_model_file(model)
         check_server_installed()
     except LocalModelError as exc:
         raise TargetError(str(exc)) from None
-    return Target(model=model, local=True, context_tokens=resolve_context_tokens(model))
+    return Target(model=model, local=True, context_tokens=context, calls_tools=CALLS_TOOLS)
 
 
 def _load_registry(registry_path: Path | None) -> EndpointRegistry | None:

@@ -1,10 +1,19 @@
-"""The program a smoke check runs inside its sandbox (stdlib only until it imports the SDK).
+"""The program a smoke check runs inside its sandbox (stdlib only until the worker imports the SDK).
 
-Shipped into the sandbox as a file and run by the throwaway venv's interpreter: it starts a tiny
-OpenAI-compatible server on the sandbox's own loopback that answers every request with one fixed reply
-(a sandbox has no other network, and no process outlives one ``exec``, so the model lives in this
-process, on a thread), loads the environment with its defaults and runs one rollout against it. The
-last line of its output is one JSON object: ``{"ok": bool, "stage": str, "reward": ..., "error": ...}``.
+Shipped into the sandbox as a file and run by the throwaway venv's interpreter, in two processes:
+
+- the **supervisor** (``runner.py ENV_ID``) reads the check's one-time key from stdin, makes itself
+  non-dumpable (so no other process of the sandbox can read its memory or open its file descriptors),
+  serves a tiny OpenAI-compatible model on the sandbox's own loopback (one fixed reply; it counts the
+  requests), and starts the worker;
+- the **worker** (``runner.py --worker ENV_ID BASE_URL FD``) imports the SDK, loads the environment
+  with its defaults, runs one rollout against that model and writes its outcome, one JSON object, to the
+  pipe ``FD``. Its stdout and stderr go to the supervisor, never to the check's output directly.
+
+Only the supervisor writes the report, the check's last line: ``VF-SMOKE-REPORT <key> {json}`` with
+``{"ok", "stage", "error", "reward", "model_requests"}``. The environment's code runs in the worker only,
+which never sees the key, so nothing it prints, writes or exits with can forge a pass: no key, no report,
+and ``smoke_check`` counts a missing report as a failure. The worker must also have reached the model.
 
 Never imported: ``smoke_check`` reads this file's bytes and uploads it into the sandbox as ``runner.py``.
 """
@@ -12,6 +21,8 @@ Never imported: ``smoke_check`` reads this file's bytes and uploads it into the 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import threading
 import time
@@ -21,6 +32,9 @@ from typing import Any
 
 FIXED_REPLY = "This is the hub's smoke-check model. The answer is 42."
 MODEL = "vf-smoke-check"
+REPORT_MARK = "VF-SMOKE-REPORT"
+OUTPUT_KEPT = 48 * 1024  # bytes of the worker's output the supervisor passes on (the tail)
+_PR_SET_DUMPABLE = 4
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -42,6 +56,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, b'{"error": {"message": "not found"}}')
 
     def do_POST(self) -> None:
+        self.server.requests += 1  # type: ignore[attr-defined]
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         try:
             request = json.loads(raw or b"{}")
@@ -77,15 +92,15 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, json.dumps(data).encode())
 
 
-def _report(ok: bool, stage: str, **extra: Any) -> int:
-    print(json.dumps({"ok": ok, "stage": stage, **extra}, default=str), flush=True)
-    return 0 if ok else 1
+def worker(env_id: str, base_url: str, fd: int) -> int:
+    """Load the environment and run one rollout; the outcome goes to the pipe ``fd``, nowhere else."""
+    channel = os.fdopen(fd, "w")
 
+    def outcome(ok: bool, stage: str, **extra: Any) -> int:
+        channel.write(json.dumps({"ok": ok, "stage": stage, **extra}, default=str))
+        channel.close()
+        return 0 if ok else 1
 
-def main(env_id: str) -> int:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     stage = "import verifiers"
     try:
         import verifiers as vf
@@ -95,18 +110,80 @@ def main(env_id: str) -> int:
         stage = "select a row"
         rows = env.select_rows(1)
         if not rows:
-            return _report(False, stage, error="the environment's eval split has no rows")
+            return outcome(False, stage, error="the environment's eval split has no rows")
         stage = "rollout"
         states = env.generate(rows, base_url, MODEL, rollouts_per_example=1, max_concurrent=1)
     except BaseException as exc:  # the check reports every failure, whatever it is
         traceback.print_exc()
-        return _report(False, stage, error=f"{type(exc).__name__}: {exc}")
-    finally:
-        server.shutdown()
+        return outcome(False, stage, error=f"{type(exc).__name__}: {exc}")
     state = states[0]
     error = state.get("error")
-    return _report(error is None, "done", reward=state.get("reward"), error=error)
+    return outcome(error is None, "done", reward=state.get("reward"), error=error)
+
+
+def _undumpable() -> None:
+    """No process of the same user may ptrace us or open /proc/<us>/{mem,fd}: the key stays ours."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the sandbox is the only boundary left
+
+
+def _tail(stream: Any, kept: bytearray) -> None:
+    for chunk in iter(lambda: stream.read(8192), b""):
+        kept.extend(chunk)
+        del kept[: max(0, len(kept) - OUTPUT_KEPT)]
+
+
+def supervise(env_id: str) -> int:
+    key = sys.stdin.readline().strip()
+    sys.stdin.close()
+    _undumpable()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server.requests = 0  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--worker", env_id, base_url, str(write_end)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        pass_fds=(write_end,),
+    )
+    os.close(write_end)
+    output = bytearray()
+    relay = threading.Thread(target=_tail, args=(proc.stdout, output), daemon=True)
+    relay.start()
+    with os.fdopen(read_end, "rb") as channel:
+        raw = channel.read(1024 * 1024)  # until the worker closes it (or exits)
+    status = proc.wait()
+    relay.join(30)
+    server.shutdown()
+    sys.stdout.write(output.decode(errors="replace"))
+    try:
+        result = json.loads(raw) if raw else None
+    except ValueError:
+        result = None
+    requests = server.requests  # type: ignore[attr-defined]
+    if not isinstance(result, dict):
+        report = {"ok": False, "stage": "run", "error": f"the environment's process exited with status "
+                  f"{status} without reporting an outcome"}  # fmt: skip
+    elif result.get("ok") and status != 0:
+        report = {**result, "ok": False, "error": f"the environment's process exited with status {status}"}
+    elif result.get("ok") and requests == 0:
+        report = {**result, "ok": False, "error": "the rollout never called the model"}
+    else:
+        report = result
+    report["model_requests"] = requests
+    sys.stdout.write(f"\n{REPORT_MARK} {key} {json.dumps(report, default=str)}\n")
+    sys.stdout.flush()
+    return 0 if report.get("ok") else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    if sys.argv[1] == "--worker":
+        sys.exit(worker(sys.argv[2], sys.argv[3], int(sys.argv[4])))
+    sys.exit(supervise(sys.argv[1]))

@@ -105,6 +105,14 @@ class Environment(ABC):
         """Environments this one delegates rollouts to (an ``EnvGroup``'s members; none here)."""
         return ()
 
+    def tool_names(self) -> list[str]:
+        """The tools this environment offers the model, by name, its sub-environments' included (none
+        here; ``ToolEnv`` has its own). A run with a model that cannot call tools is warned."""
+        names: list[str] = []
+        for env in self.sub_environments():
+            names.extend(n for n in env.tool_names() if n not in names)
+        return names
+
     @property
     def max_seq_len(self) -> int | None:
         """Token budget of one model call's prompt + completion (``None``: none; see

@@ -103,12 +103,7 @@ def import_environment_module(
             raise EnvError(f"environment {env_id!r} failed to import: {exc}") from exc
         local = local_environments(search_root).get(env_id)
         if local is None:
-            installed = ", ".join(installed_environments()) or "none"
-            here = ", ".join(local_environments(search_root)) or "none"
-            raise EnvNotFoundError(
-                f"no environment {env_id!r}: installed: {installed}; under ./environments: {here}. "
-                f"Install it with `vf-install {env_id}`."
-            ) from None
+            raise EnvNotFoundError(not_found_message(env_id, search_root)) from None
         project_dir = local
         src = local / "src" if (local / "src" / mod_name).exists() else local
         sys.path.insert(0, str(src))
@@ -118,22 +113,85 @@ def import_environment_module(
     if project_dir is None and path is not None:
         # An editable install points into a project directory; remember it for eval defaults.
         for parent in (path.parent, path.parent.parent):
-            if (parent / "pyproject.toml").is_file():
+            if _project_name(parent) == env_id:
                 project_dir = parent
                 break
-    if project_dir is not None and not _is_installed(env_id):
-        version = str(read_project(project_dir).get("project", {}).get("version", "0.0.0"))
-    else:
+    # The code comes from the project directory, so its version does too: an editable install's
+    # metadata is only as new as the last `pip install -e` (a bumped version would be recorded stale).
+    version = _source_version(project_dir) if project_dir is not None else None
+    if version is None:
         version = _dist_version(env_id, module)
     return module, EnvSource(env_id, mod_name, version, path, project_dir)
 
 
-def _is_installed(env_id: str) -> bool:
+@dataclass(frozen=True)
+class EnvIdentity:
+    """What a run of an environment records about its code, known without loading it."""
+
+    env_id: str
+    version: str
+    content_hash: str
+
+
+def environment_identity(env_id: str, *, search_root: Path | None = None) -> EnvIdentity:
+    """``env_id``'s id, version and content hash as ``load_environment`` would set them, from an import
+    of its module alone (no ``load_environment`` call: no dataset, no sandbox)."""
+    _, source = import_environment_module(env_id, search_root=search_root)
+    content_hash = content_hash_of_module(source.module_path) if source.module_path else ""
+    return EnvIdentity(source.env_id, source.version, content_hash)
+
+
+def _project_name(directory: Path) -> str | None:
+    """The normalised ``[project] name`` of ``directory/pyproject.toml``, if it has one."""
+    if not (directory / "pyproject.toml").is_file():
+        return None
     try:
-        md.distribution(env_id)
-        return True
-    except md.PackageNotFoundError:
-        return False
+        name = read_project(directory).get("project", {}).get("name")
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    return normalize_name(name) if isinstance(name, str) else None
+
+
+def _source_version(project_dir: Path) -> str | None:
+    """The static ``[project] version`` of a project directory; ``None`` when the version is dynamic
+    (then only the build knows it, and the installed metadata is the best answer)."""
+    try:
+        version = read_project(project_dir).get("project", {}).get("version")
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    return str(version) if isinstance(version, str) and version else None
+
+
+def known_environments(search_root: Path | None = None) -> list[str]:
+    """Every environment id this interpreter can load: installed ones and those under ./environments."""
+    return sorted({*installed_environments(), *local_environments(search_root)})
+
+
+def similar_environments(env_id: str, search_root: Path | None = None) -> list[str]:
+    """Known environment ids close to ``env_id`` (a typo's candidates), closest first."""
+    import difflib
+
+    known = known_environments(search_root)
+    return difflib.get_close_matches(normalize_name(env_id), known, n=3, cutoff=0.75)
+
+
+def did_you_mean(names: list[str]) -> str:
+    return f"Did you mean {' or '.join(repr(n) for n in names)}?" if names else ""
+
+
+def not_found_message(env_id: str, search_root: Path | None = None) -> str:
+    """Why ``env_id`` cannot be loaded, with the closest known names (a typo gets "did you mean", never
+    an install command for the typo itself)."""
+    installed = ", ".join(installed_environments()) or "none"
+    here = ", ".join(local_environments(search_root)) or "none"
+    message = f"no environment {env_id!r}: installed: {installed}; under ./environments: {here}"
+    close = similar_environments(env_id, search_root)
+    if close:
+        return f"{message}. {did_you_mean(close)}"
+    return (
+        f"{message}. To use one published on the hub: vf-install OWNER/{env_id}; to write one: "
+        f"vf-init {env_id}"
+    )
 
 
 def check_kwargs(fn: Any, kwargs: dict[str, Any], what: str) -> None:

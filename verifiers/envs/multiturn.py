@@ -10,13 +10,16 @@ from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from verifiers.clients import Client
+from verifiers.clients import Client, Continuation
 from verifiers.envs.environment import Environment
 from verifiers.errors import OverlongPromptError, RolloutTimeoutError, error_record
 from verifiers.trajectory import trajectory_step
 from verifiers.types import ChatMessage, Messages, ModelResponse, Row, SamplingArgs, State
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: State key of the last chat request's messages and its reply (what a token continuation covers); not
+#: part of the result row.
+_SENT = "_sent_messages"
 logger = logging.getLogger(__name__)
 #: stop_condition recorded for errors that end a rollout for a known reason (else "error").
 _ERROR_STOPS: tuple[tuple[type[Exception], str], ...] = (
@@ -147,16 +150,35 @@ class MultiTurnEnv(Environment):
         endpoint: int | None,
     ) -> ModelResponse:
         if self.message_type == "chat":
-            return await client.chat(
+            messages = self.request_messages(state)
+            resp = await client.chat(
                 model,
-                self.request_messages(state),
+                messages,
                 sampling_args=sampling_args,
                 tools=self.tools_for(state),
                 endpoint=endpoint,
+                state=state,
+                continuation=self._continuation(state, messages),
             )
+            state[_SENT] = [*messages, resp.message]
+            return resp
         return await client.complete(
             model, state["prompt"] + state["completion"], sampling_args=sampling_args, endpoint=endpoint
         )
+
+    @staticmethod
+    def _continuation(state: State, messages: Messages) -> Continuation | None:
+        """The conversation so far in tokens, for a client that continues from token ids: the last model
+        call's prompt + completion ids, when that call returned them, was not cut off, and its request and
+        reply are still, unchanged, the head of this request (an environment that rewrote the history,
+        or dropped earlier reasoning, goes the message path)."""
+        trajectory, sent = state["trajectory"], state.get(_SENT)
+        if not trajectory or not sent or len(trajectory) != len(state["turns"]):
+            return None
+        last = trajectory[-1]
+        if last["is_truncated"] or not last["completion_ids"] or list(messages[: len(sent)]) != sent:
+            return None
+        return Continuation([*last["prompt_ids"], *last["completion_ids"]], len(sent))
 
     def _append(self, state: State, new: Messages | str) -> None:
         if self.message_type == "chat":

@@ -129,6 +129,9 @@ class ToolEnv(MultiTurnEnv):
         self.tools[tool.name] = tool
         return tool
 
+    def tool_names(self) -> list[str]:
+        return [*self.tools, *(n for n in super().tool_names() if n not in self.tools)]
+
     @property
     def tool_schemas(self) -> list[dict[str, Any]]:
         return [t.schema for t in self.tools.values()]

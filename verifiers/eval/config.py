@@ -24,7 +24,6 @@ from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from verifiers.clients.local_model import is_local_model
 from verifiers.clients.sampling import merge_sampling_args, token_request_args
 from verifiers.clients.target import DEFAULT_MODEL, resolve_context_tokens
 from verifiers.eval import runs
@@ -258,8 +257,6 @@ class EvalConfig(BaseModel):
             raise ConfigError("output_dir and save_results=False contradict each other")
         if self.resume is not False and not self.save_results:
             raise ConfigError(RESUME_NEEDS_SAVING)
-        if is_local_model(self.model) and self.base_url is not None:
-            raise ConfigError(f"base_url cannot be combined with the local model {self.model!r}")
         return self
 
     def explain(self) -> list[tuple[str, Any, Source]]:

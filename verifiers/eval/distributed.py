@@ -26,13 +26,18 @@ import functools
 import importlib
 import itertools
 import math
+import os
+import socket
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from verifiers._extras import install_command
 from verifiers.clients import Client
+from verifiers.errors import InfraError
 from verifiers.eval._gc import run_gc
 from verifiers.eval.concurrency import AdaptiveLimit, FixedLimit, Limit
 from verifiers.eval.config import ENV_SETTINGS
@@ -49,12 +54,22 @@ UNBOUNDED = 1 << 30
 RecordsCallback = Callable[[list[dict[str, Any]]], None]
 
 
-class RayUnavailableError(RuntimeError):
+#: Seconds to wait for a cluster to answer before the run fails with ``RayUnavailableError`` (Ray's own
+#: client retries an unreachable address for minutes, and ``ray.init`` cannot be interrupted).
+CONNECT_TIMEOUT = 60.0
+#: Seconds between checks, while actors start, that their nodes still live.
+NODE_RECHECK_S = 5.0
+#: Seconds a head node's port gets to accept a TCP connection (the quick "nobody there" check).
+PROBE_TIMEOUT = 5.0
+
+
+class RayUnavailableError(InfraError, RuntimeError):
     """Ray is not installed (``pip install 'verifiers-sdk[ray]'``) or the cluster cannot be reached."""
 
 
-class WorkerLostError(RuntimeError):
-    """Every actor of the run died: nothing is left to run the remaining groups."""
+class WorkerLostError(InfraError, RuntimeError):
+    """Every actor of the run died: nothing is left to run the remaining groups (resume the run when
+    the cluster is back)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +87,8 @@ class RayOptions:
     loader: str = DEFAULT_LOADER
     #: Ray's ``runtime_env`` for the run's job (e.g. ``{"pip": [...]}`` to ship an environment package).
     runtime_env: dict[str, Any] | None = None
+    #: Seconds the cluster gets to answer (``RayUnavailableError`` after that).
+    connect_timeout: float = CONNECT_TIMEOUT
 
 
 def ray_options(value: RayOptions | str | bool | None) -> RayOptions | None:
@@ -114,7 +131,7 @@ def _import_ray() -> Any:
         import ray
     except ImportError:
         raise RayUnavailableError(
-            "distributed evaluation needs Ray: pip install 'verifiers-sdk[ray]'"
+            f"distributed evaluation needs the [ray] extra: {install_command('ray')}"
         ) from None
     return ray
 
@@ -245,6 +262,75 @@ def _alive_nodes(ray: Any) -> list[str]:
     return [str(n["NodeID"]) for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU")]
 
 
+#: Where a running Ray instance records its address, which ``address="auto"`` joins (Ray's convention).
+RAY_CURRENT_CLUSTER = "/tmp/ray/ray_current_cluster"
+
+
+def _head_endpoint(address: str) -> tuple[str, int] | None:
+    """``(host, port)`` of the head an address names (``host:port``, ``ray://host:port``, or ``auto``:
+    ``$RAY_ADDRESS`` or the address the last Ray instance here recorded); ``None`` for ``local`` and for
+    ``auto`` without a recorded address (Ray then says so itself)."""
+    if address == LOCAL:
+        return None
+    if address == "auto":
+        recorded = os.environ.get("RAY_ADDRESS") or ""
+        if not recorded and os.path.exists(RAY_CURRENT_CLUSTER):
+            with open(RAY_CURRENT_CLUSTER, encoding="utf-8") as f:
+                recorded = f.read().strip()
+        if not recorded or recorded == "auto":
+            return None
+        address = recorded
+    rest = address.removeprefix("ray://")
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit():
+        return None
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _probe(address: str) -> None:
+    """Fail at once when nothing listens at an explicit address (Ray would retry it for minutes)."""
+    endpoint = _head_endpoint(address)
+    if endpoint is None:
+        return
+    try:
+        with socket.create_connection(endpoint, timeout=PROBE_TIMEOUT):
+            pass
+    except OSError as exc:
+        raise RayUnavailableError(
+            f"cannot reach the Ray cluster at {address}: nothing answers at {endpoint[0]}:{endpoint[1]} ({exc})"
+        ) from None
+
+
+async def _in_thread(fn: Callable[[], Any], seconds: float, what: str) -> Any:
+    """``fn()`` in a daemon thread, awaited for at most ``seconds``. Ray's blocking calls cannot
+    be interrupted; a daemon thread never keeps the process alive after a timeout, SIGTERM or Ctrl-C
+    (``asyncio.to_thread``'s pool threads would: the interpreter joins them at exit)."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[Any] = loop.create_future()
+
+    def settle(result: Any, exc: BaseException | None) -> None:
+        if not fut.done():
+            if exc is not None:
+                fut.set_exception(exc)
+            else:
+                fut.set_result(result)
+
+    def target() -> None:
+        try:
+            result, exc = fn(), None
+        except BaseException as raised:
+            result, exc = None, raised
+        # After a timeout the caller may have finished and closed its loop: nobody waits for this answer.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(settle, result, exc)
+
+    threading.Thread(target=target, name=f"ray-{what}", daemon=True).start()
+    try:
+        return await asyncio.wait_for(asyncio.shield(fut), seconds)
+    except TimeoutError:
+        raise RayUnavailableError(f"no answer from the Ray cluster within {seconds:g}s ({what})") from None
+
+
 def _connect(ray: Any, options: RayOptions) -> bool:
     """Join or start Ray; ``True`` when this call initialised it (and so must shut it down)."""
     if ray.is_initialized():
@@ -286,18 +372,23 @@ async def schedule_ray(
     report = report if report is not None else RayReport(address=options.address)
     progress.total += sum(len(p.rollout_indices) for p in plans)
     progress.limit = limit
-    owns = await asyncio.to_thread(_connect, ray, options)
+    _probe(options.address)
+    owns = await _in_thread(
+        lambda: _connect(ray, options), options.connect_timeout, f"connecting to {options.address}"
+    )
     actors: list[Any] = []
+    placed_on: list[str] = []  # each actor's node, in order
     try:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        nodes = _alive_nodes(ray)
+        nodes = await _in_thread(lambda: _alive_nodes(ray), options.connect_timeout, "list nodes")
         if not nodes:
             raise RayUnavailableError(f"the Ray cluster at {options.address} has no node with CPUs")
         remote_cls = ray.remote(GroupWorker)
         spec = client.portable()
         for node in nodes:
             for _ in range(options.actors_per_node):
+                placed_on.append(node)
                 actors.append(
                     remote_cls.options(
                         scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False),
@@ -317,7 +408,7 @@ async def schedule_ray(
                     )
                 )
         report.actors = len(actors)
-        identities = await asyncio.gather(*(a.start.remote() for a in actors))
+        actors, identities = await _start_actors(ray, actors, placed_on, options, report)
         for ident in identities:
             if ident["env_content_hash"] != getattr(env, "env_content_hash", ident["env_content_hash"]):
                 raise RuntimeError(
@@ -331,8 +422,66 @@ async def schedule_ray(
     finally:
         await _stop(ray, actors)
         if owns:
-            await asyncio.to_thread(ray.shutdown)
+            with contextlib.suppress(RayUnavailableError):
+                await _in_thread(ray.shutdown, options.connect_timeout, "shutdown")
     return report
+
+
+def _actor_lost_errors() -> tuple[type[BaseException], ...]:
+    """What Ray raises for a call to an actor that died, or whose node did (``RayActorError``, with
+    ``ActorDiedError`` and ``ActorUnavailableError`` under it), or that can never be placed: its groups
+    go to the actors left."""
+    from ray.exceptions import ActorUnschedulableError, RayActorError
+
+    return (RayActorError, ActorUnschedulableError)
+
+
+async def _start_actors(
+    ray: Any, actors: list[Any], placed_on: list[str], options: RayOptions, report: RayReport
+) -> tuple[list[Any], list[dict[str, Any]]]:
+    """Start every actor and return the ones that started, with their identities. An actor whose node
+    died before it started (a node the cluster still listed as alive when the actors were placed, or one
+    that dies while the environment loads) is dropped and counted lost, as one that dies mid-run is: the
+    actors left run its groups. Any other failure to start (the environment does not load) stops the run."""
+    lost_errors = _actor_lost_errors()
+
+    async def start(actor: Any) -> dict[str, Any]:
+        return cast(dict[str, Any], await actor.start.remote())
+
+    pending = {asyncio.ensure_future(start(a)): i for i, a in enumerate(actors)}
+    started: dict[int, dict[str, Any]] = {}
+    lost: list[str] = []
+    try:
+        while pending:
+            done, _ = await asyncio.wait(pending, timeout=NODE_RECHECK_S)
+            for fut in done:
+                i = pending.pop(fut)
+                try:
+                    started[i] = fut.result()
+                except lost_errors as exc:
+                    lost.append(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            if pending and not done:
+                # Hard node affinity to a node that died waits for that node: ask which nodes live.
+                alive = set(
+                    await _in_thread(lambda: _alive_nodes(ray), options.connect_timeout, "list nodes")
+                )
+                for fut, i in list(pending.items()):
+                    if placed_on[i] not in alive:
+                        fut.cancel()
+                        del pending[fut]
+                        lost.append("its node is no longer alive")
+                        with contextlib.suppress(Exception):
+                            ray.kill(actors[i])
+    finally:
+        for fut in pending:
+            fut.cancel()
+    report.actors_lost += len(lost)
+    if not started:
+        raise WorkerLostError(
+            f"no Ray actor of the run could start on the cluster at {options.address} ({'; '.join(lost)})"
+        )
+    order = sorted(started)
+    return [actors[i] for i in order], [started[i] for i in order]
 
 
 async def _stop(ray: Any, actors: list[Any]) -> None:
@@ -360,9 +509,7 @@ async def _dispatch(
     progress: RunProgress,
     report: RayReport,
 ) -> None:
-    from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
-
-    lost_errors = (ActorDiedError, ActorUnavailableError, RayActorError)
+    lost_errors = _actor_lost_errors()
     ceiling = limit.ceiling if isinstance(limit, AdaptiveLimit) else limit.limit
     per_group = max(1, max((len(p.rollout_indices) for p in plans), default=1))
     window = asyncio.Semaphore(2 * math.ceil(ceiling / per_group) + 1)
@@ -417,14 +564,19 @@ async def _dispatch(
         outbox.setdefault(idx, []).append((plan, slots, fut))
         return fut
 
+    # One group takes its slots at a time: taken slot by slot in turns, waiting groups would each hold part of
+    # the cap and wait for the rest (two groups of 2 holding one slot each under -c 4: half the cap idle).
+    taking = asyncio.Lock()
+
     async def run_group(plan: GroupPlan) -> None:
         slots = min(len(plan.rollout_indices), ceiling)
         taken = 0
         idx: int | None = None
         try:
-            for _ in range(slots):
-                await limit.acquire()
-                taken += 1
+            async with taking:
+                for _ in range(slots):
+                    await limit.acquire()
+                    taken += 1
             if not load:
                 raise WorkerLostError(
                     "every Ray actor of the run died; resume the run when the cluster is back"
@@ -487,6 +639,7 @@ async def _dispatch(
 
 
 __all__ = [
+    "CONNECT_TIMEOUT",
     "DEFAULT_LOADER",
     "LOCAL",
     "GroupWorker",

@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from verifiers.hub import env_args
 from verifiers.types import RunMetadata
 
 RESULTS_FILE = "results.jsonl"
@@ -171,6 +172,7 @@ class RunDirectory:
         self.lock_path = self.path / LOCK_FILE
         self._fd: int | None = None
         self._lock_fd: int | None = None
+        self._env_args_cache: tuple[int, dict[str, Any], dict[str, Any]] | None = None
 
     # --- the one-writer lock -----------------------------------------------------------------------
     def holder_pid(self) -> int | None:
@@ -201,6 +203,11 @@ class RunDirectory:
         os.write(fd, f"{os.getpid()}\n".encode())
         self._lock_fd = fd
 
+    @property
+    def is_locked(self) -> bool:
+        """Whether this object holds the directory's lock."""
+        return self._lock_fd is not None
+
     def unlock(self) -> None:
         fd, self._lock_fd = self._lock_fd, None
         if fd is not None:
@@ -229,15 +236,33 @@ class RunDirectory:
         return self.results_path.exists() and self.results_path.stat().st_size > 0
 
     def read_metadata(self) -> RunMetadata | None:
+        """The run's metadata, ``env_args`` as the run was given them (values recorded by reference are
+        read back from their files: ``verifiers.hub.env_args``); ``ValueError`` if it cannot be read."""
         if not self.metadata_path.exists():
             return None
-        return RunMetadata.model_validate(loads_json(self.metadata_path.read_bytes()))
+        meta = RunMetadata.model_validate(loads_json(self.metadata_path.read_bytes()))
+        if any(env_args.is_reference(v) for v in meta.env_args.values()):
+            meta.env_args = env_args.expand(meta.env_args, self.path)
+        return meta
+
+    def _store_env_arg(self, relative: str, data: bytes) -> None:
+        """Write a referenced env_args value once (its name is its hash: an existing file is the same)."""
+        path = self.path / relative
+        if path.is_file() and path.stat().st_size == len(data):
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
 
     def write_metadata(self, meta: RunMetadata, *, durable: bool = False) -> None:
         """Replace metadata.json atomically; user values in it (``env_args``, ``sampling_args``,
-        ``extra``) follow the conversion rule."""
+        ``extra``) follow the conversion rule, and large ``env_args`` values are recorded by content
+        hash in ``env_args/`` (``verifiers.hub.env_args``)."""
         self.path.mkdir(parents=True, exist_ok=True)
-        data = meta.model_dump()
+        dumped = meta.model_dump(exclude={"env_args"})  # not a copy of megabytes of rows each second
+        recorded = self._recorded_env_args(meta.env_args)
+        data = {k: recorded if k == "env_args" else dumped[k] for k in type(meta).model_fields}
         try:
             text = orjson.dumps(data, option=orjson.OPT_INDENT_2 | _FAST_OPTS)
         except TypeError:
@@ -249,6 +274,17 @@ class RunDirectory:
                 f.flush()
                 os.fsync(f.fileno())
         os.replace(tmp, self.metadata_path)
+
+    def _recorded_env_args(self, given: dict[str, Any]) -> dict[str, Any]:
+        """``env_args`` as metadata.json records them; computed once per value (the metadata of a run is
+        rewritten every second, its arguments never change)."""
+        key = id(given)
+        cached = self._env_args_cache
+        if cached is not None and cached[0] == key and cached[1] is given:
+            return cached[2]
+        recorded = env_args.compact(to_json_value(given), self._store_env_arg)
+        self._env_args_cache = (key, given, recorded)
+        return recorded
 
     def load_results(self, *, repair: bool = True) -> list[dict[str, Any]]:
         """Every complete result line. With ``repair``, a trailing partial line (a killed writer) is cut off

@@ -63,6 +63,10 @@ class EvaluableEnv(RolloutEnv, Protocol):
         """What each request family (one per environment of a group) sends, by name."""
         ...
 
+    def tool_names(self) -> list[str]:
+        """The tools offered to the model, by name (a model that cannot call tools is warned)."""
+        ...
+
 
 @dataclass
 class EvalRun:
@@ -175,12 +179,14 @@ async def run_eval(
 ) -> EvalRun:
     """Run (or, with ``resume``, complete) an evaluation of ``env`` and keep its run directory.
 
-    Order (so that any directory a run created is resumable, and has one writer): lock the run
-    directory (``RunDirectoryBusyError`` if another run holds it), check a resumed run's settings,
-    write ``metadata.json`` (status ``running``), and only then the slow parts: ``client`` when it is a
-    ``ClientSource`` (a local model starting; ``base_url`` is what the metadata records until it is
-    known), ``env.setup()``, the rollouts. A record that cannot be written keeps its place as an ``env``
-    error (``unwritable_record``).
+    Order (so that a run directory exists only for a run that started, and has one writer): an
+    existing run directory is locked (``RunDirectoryBusyError`` if another run holds it) and a resumed
+    run's settings checked; then the start-up — ``client`` when it is a ``ClientSource`` (a local model
+    starting, the endpoint check), ``env.setup()``; and only when the first rollout is about to start
+    is the directory made (a new one locked then), ``metadata.json`` written (status ``running``) and
+    the rollouts run. A run that fails or is stopped during start-up leaves no directory behind (and an
+    existing one as it was). A record that cannot be written keeps its place as an ``env`` error
+    (``unwritable_record``).
 
     ``sampling_args`` is the run's layer: each request family sends its environment's defaults under it
     (capped at ``max_tokens_limit``), and that is what the metadata records — ``sampling_args`` when every
@@ -229,7 +235,7 @@ async def run_eval(
     distributed = ray_options(ray)
     ray_report = RayReport(address=distributed.address) if distributed is not None else None
 
-    async def execute(previous: list[dict[str, Any]]) -> EvalRun:
+    async def execute(previous: list[dict[str, Any]], claim: Callable[[], None]) -> EvalRun:
         agg = RunAggregate(pass_threshold=pass_threshold)
         done = unique_records(previous)
         previous = [dict(r) for r in done.values()]
@@ -285,12 +291,18 @@ async def run_eval(
             progress.generated += len(previous)
             progress.total += len(previous)
             progress.preloaded += len(previous)
-        # On disk before anything slow (a local model starting, env.setup): a run killed from here on
-        # is resumable.
-        write("running")
-        if run_dir is not None:
-            run_dir.open_for_append()
         status: RunStatus = "failed"
+        started = False
+
+        def start() -> None:
+            """The start-up worked: the run directory is made (or taken) and holds the run from here on."""
+            nonlocal started
+            claim()
+            write("running")
+            if run_dir is not None:
+                run_dir.open_for_append()
+            started = True
+
         try:
             async with AsyncExitStack() as stack:
                 run_client = (
@@ -298,6 +310,7 @@ async def run_eval(
                 )
                 meta.base_url = _base_url(run_client, None)
                 if distributed is not None:  # the actors set their environments up, not the driver
+                    start()
                     await schedule_ray(
                         env,
                         plans,
@@ -315,6 +328,7 @@ async def run_eval(
                 else:
                     await env.setup()
                     try:
+                        start()
                         if progress is not None:
                             progress.started = time.monotonic()  # the rate counts from here, not setup
                         await schedule(
@@ -339,15 +353,34 @@ async def run_eval(
         finally:
             if run_dir is not None:
                 run_dir.close(durable=True)
-            write(status, final=True)
+            if started or run_dir is None:  # a start-up that failed leaves the directory as it was
+                write(status, final=True)
         results.sort(key=lambda r: (r["example_id"], r["rollout_index"]))
         return EvalRun(metadata=meta, results=results, path=run_dir.path if run_dir else None)
 
     if run_dir is None:
-        return await execute([])
-    with run_dir.locked():  # one writer per directory, from before it is read until the run ends
+        return await execute([], lambda: None)
+    directory = run_dir
+
+    def claim() -> None:
+        # A directory that did not exist is made only now, and was perhaps made meanwhile by another run
+        # with the same output directory: taken only if it still holds no run.
+        if directory.is_locked:
+            return
+        directory.lock()
+        if directory.has_results() or directory.metadata_path.exists():
+            directory.unlock()
+            raise FileExistsError(
+                f"{directory.path} already holds a run (another run started there meanwhile); choose "
+                "another output directory"
+            )
+
+    try:
+        # An existing directory is locked before it is read (one writer per directory until the run ends).
+        if directory.path.is_dir():
+            directory.lock()
         previous: list[dict[str, Any]] = []
-        old = run_dir.read_metadata()
+        old = run_dir.read_metadata() if directory.is_locked else None
         if resume and old is not None:
             _check_resume(old, meta, run_dir.path)
             meta.started_at = old.started_at
@@ -363,7 +396,9 @@ async def run_eval(
                 f"{run_dir.path} already holds a run; pass resume=True (vf-eval --resume) to complete it, "
                 "or choose another output directory"
             )
-        return await execute(previous)
+        return await execute(previous, claim)
+    finally:
+        directory.unlock()
 
 
 def _base_url(client: Client | ClientSource, given: str | list[str] | None) -> str | list[str]:

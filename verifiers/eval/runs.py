@@ -102,6 +102,11 @@ def saved_run_for(
         saved = read_run(resume)
         if saved is None and RunDirectory(resume).is_unstarted():
             return None  # killed before its first metadata: the run starts there afresh
+        if saved is None and not resume.exists():
+            raise ResumeError(
+                f"nothing to resume at {resume}: no such directory (a run stopped before its first rollout "
+                "leaves none; start it again without --resume)"
+            )
         if saved is None:
             raise ResumeError(f"nothing to resume at {resume} (no readable metadata.json)")
         return saved

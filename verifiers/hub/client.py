@@ -2,7 +2,8 @@
 
 Configuration, most specific first:
 
-- URL: the ``url`` argument, ``$VF_HUB_URL``, the config file, ``http://127.0.0.1:8000``;
+- URL: the ``url`` argument, ``$VF_HUB_URL``, the config file, ``http://127.0.0.1:8080`` (``DEFAULT_URL``,
+  the port ``vf-hub serve`` listens on by default: model servers usually take 8000);
 - token: the ``token`` argument, ``$VF_HUB_TOKEN``, the config file — the file's token is only sent to
   the URL stored next to it, so pointing ``VF_HUB_URL`` elsewhere never leaks it.
 
@@ -29,6 +30,7 @@ from verifiers.hub.wire import (
     EvalRunCreate,
     EvalRunInfo,
     EvalRunPage,
+    EvalRunUpdate,
     HubClientError,
     HubFile,
     Leaderboard,
@@ -72,13 +74,16 @@ __all__ = [
     "save_config",
 ]
 
-DEFAULT_URL = "http://127.0.0.1:8000"
+DEFAULT_URL = "http://127.0.0.1:8080"
 
 
 @dataclass(frozen=True)
 class HubConfig:
     url: str
     token: str | None
+    #: The hub URL a stored (``vf-hub login``) token belongs to, when it is not ``url``: that token is
+    #: never sent here, and a missing-token error says so.
+    stored_token_url: str | None = None
 
     @classmethod
     def load(cls, url: str | None = None, token: str | None = None) -> HubConfig:
@@ -86,9 +91,25 @@ class HubConfig:
         chosen = clean_url(url or os.environ.get("VF_HUB_URL") or stored.get("url") or DEFAULT_URL)
         if token is None:
             token = os.environ.get("VF_HUB_TOKEN") or None
-        if token is None and stored.get("token") and clean_url(stored.get("url", DEFAULT_URL)) == chosen:
-            token = stored["token"]
-        return cls(url=chosen, token=token)
+        other: str | None = None
+        if stored.get("token"):
+            stored_url = clean_url(stored.get("url", DEFAULT_URL))
+            if stored_url == chosen:
+                token = token or stored["token"]
+            else:
+                other = stored_url
+        return cls(url=chosen, token=token, stored_token_url=other)
+
+    def missing_token_message(self) -> str:
+        """What to do when a command needs a token and there is none for ``url``."""
+        how = "set VF_HUB_TOKEN, pass --token, or run `vf-hub login`"
+        if self.stored_token_url is not None:
+            return (
+                f"no hub token for {self.url}: the stored token (vf-hub login) is for another hub, "
+                f"{self.stored_token_url}, and is only sent there; {how} for {self.url}, or point "
+                f"VF_HUB_URL (or --hub-url) at {self.stored_token_url}"
+            )
+        return f"no hub token for {self.url}: {how}"
 
 
 # --- the client -----------------------------------------------------------------------------------------
@@ -106,9 +127,12 @@ class HubClient:
         try:
             import httpx
         except ModuleNotFoundError:
-            raise HubClientError("the hub client needs httpx: pip install 'verifiers-sdk[hub]'") from None
+            raise HubClientError(
+                "the hub client needs httpx (a requirement of verifiers-sdk, missing here): pip install httpx"
+            ) from None
         self._httpx = httpx
         cfg = HubConfig.load(url, token)
+        self.config = cfg
         self.url, self.token = cfg.url, cfg.token
         headers = {"User-Agent": "verifiers-sdk-hub-client"}
         if self.token:
@@ -136,6 +160,13 @@ class HubClient:
             return response
         detail = problem_detail(response.text)
         raise HubClientError(f"{method} {path}: HTTP {response.status_code}: {detail}", response.status_code)
+
+    def require_token(self) -> str:
+        """The token, or ``HubClientError`` saying how to get one (and naming a stored token that belongs
+        to another hub URL)."""
+        if not self.token:
+            raise HubClientError(self.config.missing_token_message())
+        return self.token
 
     # --- URLs ---
     def index_url(self, *, with_token: bool = False) -> str:
@@ -219,9 +250,9 @@ class HubClient:
     def create_run(self, owner: str, name: str, body: EvalRunCreate) -> EvalRunInfo:
         """Start uploading a run (or get the run already uploaded under ``body.run_key``)."""
         path = f"/api/v1/environments/{owner}/{name}/runs"
-        return EvalRunInfo.model_validate(
-            self._request("POST", path, json=body.model_dump(mode="json")).json()
-        )
+        # `shuffle` only when set, so hubs from before the field still take unshuffled runs
+        sent = body.model_dump(mode="json", exclude=None if body.shuffle else {"shuffle"})
+        return EvalRunInfo.model_validate(self._request("POST", path, json=sent).json())
 
     def upload_rollouts(self, run_id: int, rollouts: Iterable[RolloutRecord]) -> ChunkReceipt:
         """One chunk (at most ``wire.CHUNK_LIMIT`` rollouts, under 1 MiB); resending one is harmless."""
@@ -238,6 +269,11 @@ class HubClient:
 
     def finalize_run(self, run_id: int) -> EvalRunInfo:
         return EvalRunInfo.model_validate(self._request("POST", f"/api/v1/runs/{run_id}/finalize").json())
+
+    def set_run_visibility(self, run_id: int, visibility: Visibility) -> EvalRunInfo:
+        """Make an uploaded run public (on the leaderboard) or private again."""
+        body = EvalRunUpdate(visibility=visibility).model_dump(mode="json")
+        return EvalRunInfo.model_validate(self._request("PATCH", f"/api/v1/runs/{run_id}", json=body).json())
 
     def run(self, run_id: int) -> EvalRunInfo:
         return EvalRunInfo.model_validate(self._request("GET", f"/api/v1/runs/{run_id}").json())

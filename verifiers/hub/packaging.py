@@ -17,6 +17,7 @@ Algorithm (version 1), documented here and in the README:
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata as md
 import io
 import re
 import tarfile
@@ -153,6 +154,37 @@ def normalize_name(name: str) -> str:
     from packaging.utils import canonicalize_name
 
     return str(canonicalize_name(name))
+
+
+def requirement_closure(root: str, *, every_extra: bool = False) -> dict[str, md.Distribution | None]:
+    """``root`` and every distribution its requirements pull in, transitively, as installed here: PEP 503
+    name -> the installed distribution, or None for a requirement that is not installed (not followed).
+
+    By default a requirement counts when its marker holds on this interpreter with no extra asked for
+    (what an install of ``root`` needs here); ``every_extra=True`` counts every requirement of every
+    extra on any platform (every name an install of ``root`` could ever ask an index for)."""
+    from packaging.markers import default_environment
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    here: dict[str, str] = {k: str(v) for k, v in default_environment().items()}
+    installed: dict[str, md.Distribution] = {}
+    for d in md.distributions():  # one scan of sys.path (md.distribution(name) scans it per call)
+        installed.setdefault(normalize_name(d.metadata["Name"] or ""), d)  # the first wins, as for imports
+    found: dict[str, md.Distribution | None] = {}
+    todo = [root]
+    while todo:
+        name = normalize_name(todo.pop())
+        if name in found:
+            continue
+        dist = found[name] = installed.get(name)
+        for spec in (dist.requires or []) if dist is not None else []:
+            try:
+                req = Requirement(spec)
+            except InvalidRequirement:
+                continue
+            if every_extra or req.marker is None or req.marker.evaluate({**here, "extra": ""}):
+                todo.append(req.name)
+    return found
 
 
 def module_name(env_id: str) -> str:

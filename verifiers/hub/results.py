@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from verifiers.hub import wire
+from verifiers.hub import env_args, wire
 from verifiers.hub.client import HubClient
 from verifiers.hub.wire import HubClientError
 from verifiers.types import RunMetadata
@@ -42,12 +42,31 @@ CHUNK_BYTES = 768 * 1024
 
 
 @dataclass(frozen=True)
+class PushTarget:
+    """The published version a run's results go to: found (and the token checked) before anything is
+    uploaded — before a run even starts, for ``vf-eval --push``."""
+
+    owner: str
+    name: str
+    #: The version whose content hash is the run's (not always the version the run recorded).
+    version: str
+    content_hash: str
+    #: Set when the run recorded another version than the one its code matches (a stale install).
+    note: str | None = None
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+
+@dataclass(frozen=True)
 class PushResult:
     run: wire.EvalRunInfo
     #: Rollouts sent now, and those the hub already had (an earlier, interrupted push).
     sent: int
     already_there: int
     url: str
+    target: PushTarget | None = None
 
 
 def _clean(text: str, limit: int) -> str:
@@ -208,17 +227,23 @@ def _timestamp(value: str | None) -> datetime | None:
     return parsed if parsed.tzinfo is not None else None
 
 
-def create_body(meta: RunMetadata, visibility: wire.Visibility) -> wire.EvalRunCreate:
+def create_body(
+    meta: RunMetadata, visibility: wire.Visibility, *, version: str | None = None
+) -> wire.EvalRunCreate:
+    """The run as the hub records it; ``version`` overrides the recorded one (``push_target``), and
+    large ``env_args`` values go by content hash (``verifiers.hub.env_args``), as metadata.json keeps
+    them, also for directories written before that rule."""
     return wire.EvalRunCreate(
         run_key=run_key(meta),
-        version=meta.env_version,
+        version=version or meta.env_version,
         content_hash=meta.env_content_hash,
         model=meta.model,
         sampling_args=meta.sampling_args,
-        env_args=meta.env_args,
+        env_args=env_args.compact(meta.env_args),
         sdk_version=meta.sdk_version,
         num_examples=meta.num_examples,
         rollouts_per_example=meta.rollouts_per_example,
+        shuffle=meta.shuffle,
         visibility=visibility,
         started_at=_timestamp(meta.started_at),
         finished_at=_timestamp(meta.finished_at),
@@ -239,10 +264,122 @@ def _chunks(rows: Iterator[dict[str, Any]]) -> Iterator[list[wire.RolloutRecord]
         yield chunk
 
 
+def _newest(versions: list[wire.VersionInfo]) -> wire.VersionInfo:
+    from packaging.version import InvalidVersion, Version
+
+    def key(v: wire.VersionInfo) -> tuple[bool, Version]:
+        try:
+            parsed = Version(v.version)
+        except InvalidVersion:
+            parsed = Version("0")
+        return (not v.yanked, parsed)
+
+    return max(versions, key=key)
+
+
+def _owner_of(client: HubClient, env_id: str, version: str, me: wire.WhoAmI) -> str | None:
+    """Whose ``env_id`` is (names are unique hub-wide), or ``None`` when the hub has no such environment
+    this token may see."""
+    for spec in (f"{env_id}@=={version}", env_id):
+        try:
+            return client.resolve(spec).owner
+        except HubClientError as exc:
+            if exc.status_code != 404:
+                raise
+    for namespace in me.namespaces:  # every version yanked: resolve finds none, the listing still does
+        try:
+            return client.environment(namespace, env_id).owner
+        except HubClientError as exc:
+            if exc.status_code != 404:
+                raise
+    return None
+
+
+def push_target(
+    client: HubClient, env_id: str, version: str, content_hash: str, *, owner: str | None = None
+) -> PushTarget:
+    """Check that results of ``env_id`` (at ``version``, with code ``content_hash``) can be pushed with
+    ``client``, and where they go: the token works and may publish, the hub has the environment, and one
+    of its versions has this content hash — the recorded version when it does, else the newest that
+    does (an editable install's metadata can name an older version than its code). Raises
+    ``HubClientError`` saying what to do."""
+    client.require_token()
+    if not content_hash:
+        raise HubClientError(f"{env_id} has no content hash; the hub links results to a content hash")
+    try:
+        me = client.whoami()
+    except HubClientError as exc:
+        if exc.status_code == 401:
+            raise HubClientError(f"the hub at {client.url} refused the token ({exc})", 401) from None
+        raise
+    if "publish" not in me.scopes and not me.is_admin:
+        raise HubClientError(
+            f"the token of {me.username} for {client.url} has the scopes {', '.join(me.scopes) or 'none'}; "
+            "pushing results needs a token with the publish scope",
+            403,
+        )
+    owner = owner or _owner_of(client, env_id, version, me)
+    if owner is None:
+        raise HubClientError(
+            f"{env_id} is not on the hub at {client.url} (or this token may not see it): publish it first "
+            f"(vf-push in its project directory), then push its results",
+            404,
+        )
+    try:
+        detail = client.environment(owner, env_id)
+    except HubClientError as exc:
+        if exc.status_code == 404:
+            raise HubClientError(
+                f"{owner}/{env_id} is not on the hub at {client.url}: publish it first (vf-push in its "
+                "project directory), then push its results",
+                404,
+            ) from None
+        raise
+    full = detail.full_name
+    if detail.owner not in me.namespaces and not me.is_admin:
+        raise HubClientError(
+            f"{me.username} may not push results to {full}: only publishers of {detail.owner}'s namespace may",
+            403,
+        )
+    recorded = next((v for v in detail.versions if v.version == version), None)
+    if recorded is not None and recorded.content_hash == content_hash:
+        return PushTarget(detail.owner, detail.name, version, content_hash)
+    same = [v for v in detail.versions if v.content_hash == content_hash]
+    if same:
+        best = _newest(same)
+        said = f"{full} has no version {version}" if recorded is None else f"the run records {version}"
+        note = (
+            f"{said}, but its code (content hash {content_hash[:12]}…) is {full} {best.version}'s: "
+            f"pushing against {best.version}"
+        )
+        return PushTarget(detail.owner, detail.name, best.version, content_hash, note=note)
+    latest = _newest(detail.versions) if detail.versions else None
+    published = (
+        f"{recorded.version} has {recorded.content_hash[:12]}…"
+        if recorded is not None
+        else f"it has no version {version}" + (f"; the newest is {latest.version}" if latest else "")
+    )
+    raise HubClientError(
+        f"the code of {env_id} (content hash {content_hash[:12]}…) matches no published version of {full} "
+        f"({published}): publish this code as a new version first (bump the version, vf-push), then push "
+        "its results",
+        409,
+    )
+
+
 def push_run(
-    client: HubClient, run_dir: Path, *, owner: str | None = None, visibility: wire.Visibility = "private"
+    client: HubClient,
+    run_dir: Path,
+    *,
+    owner: str | None = None,
+    visibility: wire.Visibility | None = None,
+    target: PushTarget | None = None,
 ) -> PushResult:
-    """Upload a finished run directory to the environment it was made with (resuming an earlier push)."""
+    """Upload a finished run directory to the published version its code matches (``push_target``,
+    unless ``target`` was found already), resuming an earlier push.
+
+    ``visibility``: a new run's (private when None); a run the hub already has is changed to it when it
+    differs (pushing a private run again with ``public`` publishes it) and left as it is when None."""
     meta = read_metadata(run_dir)
     if meta.status == "running":
         raise HubClientError(
@@ -250,11 +387,14 @@ def push_run(
         )
     if not meta.env_content_hash:
         raise HubClientError(f"{run_dir} has no env_content_hash; the hub links results to a content hash")
-    if owner is None:  # names are unique hub-wide: the hub knows whose it is
-        owner = client.resolve(f"{meta.env_id}@=={meta.env_version}").owner
-    run = client.create_run(owner, meta.env_id, create_body(meta, visibility))
+    if target is None or target.content_hash != meta.env_content_hash:
+        target = push_target(client, meta.env_id, meta.env_version, meta.env_content_hash, owner=owner)
+    body = create_body(meta, visibility or "private", version=target.version)
+    run = client.create_run(target.owner, target.name, body)
+    if visibility is not None and run.visibility != visibility:  # the hub had it already, as the other
+        run = client.set_run_visibility(run.id, visibility)
     if run.status == "complete":
-        return PushResult(run, 0, run.rollout_count, client.url + run.url)
+        return PushResult(run, 0, run.rollout_count, client.url + run.url, target)
     have = set(client.rollout_keys(run.id)) if run.rollout_count else set()
     seen: set[tuple[int, int]] = set()
 
@@ -273,4 +413,4 @@ def push_run(
     if not sent and not have:
         raise HubClientError(f"{run_dir} has no rollouts in {RESULTS_FILE}; nothing to push")
     final = client.finalize_run(run.id)
-    return PushResult(final, sent, len(have), client.url + final.url)
+    return PushResult(final, sent, len(have), client.url + final.url, target)

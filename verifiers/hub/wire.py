@@ -3,7 +3,8 @@
 - the JSON bodies of ``/api/v1`` that clients read: the hub declares these classes as its response models
   and ``HubClient`` parses with them, so the two cannot drift apart;
 - the error form: ``{"detail": ...}`` bodies, and ``HubClientError`` for a refused or failed request;
-- the client config file, which ``vf-hub login`` (in ``hub_server``) writes and ``HubClient`` reads.
+- the client config file, which ``vf-hub login`` writes (``vf-hub logout`` removes its token) and
+  ``HubClient`` reads.
 
 Models ignore unknown fields, so a newer hub may add some without breaking older clients;
 ``tests/hub/test_wire_contract.py`` checks that real hub responses round-trip through them unchanged.
@@ -235,9 +236,19 @@ class EvalRunCreate(WireRequest):
     sdk_version: Annotated[Str, Field(max_length=64)] = ""
     num_examples: int = Field(ge=0, le=10**9)
     rollouts_per_example: int = Field(ge=1, le=10**6)
+    #: The examples are a shuffled selection of the dataset (``vf-eval --shuffle``): their ids are dataset
+    #: positions, any of them, at most ``num_examples`` distinct; otherwise ids are 0 .. num_examples - 1.
+    shuffle: bool = False
     visibility: Visibility = "private"
     started_at: datetime | None = None
     finished_at: datetime | None = None
+
+
+class EvalRunUpdate(WireRequest):
+    """A change to an uploaded run: its visibility (public runs are on the leaderboard; private ones are
+    seen only by those who may read the owner's private environments)."""
+
+    visibility: Visibility
 
 
 class RolloutChunk(WireRequest):
@@ -327,10 +338,23 @@ class LeaderboardEntry(WireModel):
     run_id: int
     avg_reward: float | None
     reward_ci95: float | None
+    reward_lower: float | None = Field(
+        default=None,
+        description="What entries are ranked by: the lower end of a 95% interval of the mean reward (Wilson "
+        "score interval for rewards in [0, 1]); null ranks last.",
+    )
     pass_at_k: dict[str, float]
     rollout_count: int
+    scored_count: int = 0
     date: datetime
     uploader: str | None
+
+
+#: How the hub ranks leaderboard entries, as the pages and ``vf-hub info`` say it.
+LEADERBOARD_RANKING = (
+    "ranked by the lower end of the 95% interval of the mean reward (Wilson score interval, which treats "
+    "rewards as lying in [0, 1]), so a run with few rollouts ranks low even when all of them scored"
+)
 
 
 class Leaderboard(WireModel):
@@ -413,17 +437,35 @@ def load_config_file() -> dict[str, str]:
     return {k: str(v) for k, v in data.items() if k in ("url", "token")}
 
 
+def forget_token() -> tuple[Path, bool]:
+    """Remove the stored token from the config file (the URL stays, as the default hub); returns the file
+    and whether a token was there."""
+    path = config_path()
+    stored = load_config_file()
+    if "token" not in stored:
+        return path, False
+    if "url" in stored:
+        _write_config(path, {"url": stored["url"]})
+    else:
+        path.unlink(missing_ok=True)
+    return path, True
+
+
 def save_config(url: str, token: str) -> Path:
     """Write URL and token to the config file, readable by the user only (written atomically)."""
     path = config_path()
+    _write_config(path, {"url": clean_url(url), "token": token})
+    return path
+
+
+def _write_config(path: Path, data: dict[str, str]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".config-")
     try:
         os.fchmod(fd, 0o600)
         with os.fdopen(fd, "wb") as f:
-            tomli_w.dump({"url": clean_url(url), "token": token}, f)
+            tomli_w.dump(data, f)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return path

@@ -90,6 +90,8 @@ def quick_verdict(gold: str, pred: str) -> bool | None:
 @dataclass
 class PoolStats:
     submitted: int = 0
+    #: Items handed to a worker process (a worker is verifying them from this moment on).
+    dispatched: int = 0
     fast: int = 0
     cached: int = 0
     deduplicated: int = 0
@@ -523,6 +525,8 @@ class MathVerifyPool:
             self._stop_worker(slot)
             self._requeue(batch)
             return
+        with self._cv:
+            self.stats.dispatched += len(batch)
         for i, task in enumerate(batch):
             # The item's clock starts when the worker is free to start it: now.
             deadline = time.monotonic() + task.timeout

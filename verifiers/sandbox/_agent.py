@@ -15,6 +15,11 @@ Privileges: where the agent runs as root inside the sandbox (gVisor, bubblewrap)
 unprivileged uid with rlimits, so they can neither raise their limits, nor write outside the workspace,
 nor read the agent's protocol pipes through ``/proc``. File operations are done with that uid as the
 effective uid, so they see exactly what commands see.
+
+Limits: the kernel bounds a command's threads (``max_threads``: the sandbox's pids cgroup and
+``RLIMIT_NPROC``, both of which count every thread) and, through the sandbox's memory cgroup, its
+resident memory. Two things no kernel limit expresses are watched by the agent while a command runs:
+its processes (``max_procs``, threads not counted) and, under gVisor, the sandbox's memory.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import contextlib
 import errno
 import io
 import json
+import math
 import os
 import resource
 import select
@@ -47,10 +53,13 @@ KEYCTL_JOIN_SESSION_KEYRING = 1
 MQUEUE_DIR = "/dev/mqueue"
 #: /proc/sysvipc file, and the x86_64 number of its *ctl call (IPC_RMID is 0 for all three).
 SYSV_KINDS = (("shm", 31), ("msg", 71), ("sem", 66))
-#: With ``watch_memory`` (gVisor, which has no memory limit of its own): how often a running command's
-#: sandbox is measured (one pread of /proc/meminfo, ~30 us under gVisor), and how much a command may still
-#: use when an earlier command's files left the sandbox over its limit.
-MEMORY_POLL_S = 0.01
+#: How often a running command is checked against the limits the agent enforces itself: its process count
+#: (a listing of /proc, or one cgroup file) and, with ``watch_memory`` (gVisor, which has no memory limit
+#: of its own), the sandbox's memory (one pread of /proc/meminfo, ~30 us under gVisor). A check that costs
+#: more (a /proc walk on the local backend's host) is spaced out to stay under WATCH_MAX_SHARE of the time.
+WATCH_POLL_S = 0.01
+WATCH_MAX_SHARE = 0.05
+#: How much a command may still use when an earlier command's files left the sandbox over its limit.
 MEMORY_SLACK = 32 << 20
 SPARE_PIPES = ("cmd_w", "err_r", "out_r", "err_out_r", "in_w")
 #: What a spare writes on its error pipe once it has read its command.
@@ -138,6 +147,9 @@ class Agent:
         self.ipc: str | None = cfg.get("ipc")
         #: The cgroup.procs of the commands' memory cgroup, if the sandbox has one.
         self.commands_cgroup: str | None = cfg.get("commands_cgroup")
+        #: Where nothing bounds the sandbox's memory as a whole (no cgroup), each command's address space
+        #: is capped at memory_mb instead (RLIMIT_AS), the only bound left.
+        self.cap_address_space = bool(cfg.get("cap_address_space"))
         #: /proc/meminfo, where the agent itself must enforce memory_mb on the whole sandbox (gVisor's
         #: meminfo counts every process and every tmpfs page of its kernel, i.e. of this sandbox).
         self.meminfo: int | None = None
@@ -293,6 +305,20 @@ class Agent:
         used = self.memory_used()
         if used + MEMORY_SLACK > self.memory_limit:
             self.memory_floor = used + MEMORY_SLACK
+
+    def count_processes(self) -> int:
+        """How many processes the running command has (each counted once, whatever its threads)."""
+        if self.pidns:
+            # The sandbox's own pid namespace: /proc lists its processes (thread-group leaders, zombies
+            # included), of which all but the agent and its forker are the command's (no spare exists
+            # while a command runs).
+            mine = (1, self.forker_pid)
+            return sum(1 for n in os.listdir("/proc") if n.isdigit() and int(n) not in mine)
+        if self.commands_cgroup:
+            # Every command process joins this memory cgroup; its cgroup.procs lists thread-group ids.
+            with open(self.commands_cgroup) as f:
+                return len(set(f.read().split()))
+        return len(self.descendants())
 
     def reap(self) -> None:
         """Collect every exited child (we may be a namespace init or a subreaper: orphans land here)."""
@@ -524,12 +550,15 @@ class Agent:
             os.setresuid(self.uid, self.uid, self.uid)
         lim = self.limits
         pairs = [
-            (resource.RLIMIT_AS, lim["memory_mb"] * 1024 * 1024),
             (resource.RLIMIT_FSIZE, lim["max_file_mb"] * 1024 * 1024),
-            (resource.RLIMIT_NPROC, lim["max_procs"] + self.nproc_extra),
+            # Counts threads (Linux's and gVisor's kernel alike): the max_threads bound, per sandbox where
+            # its user is its own (runsc, bwrap). Processes are counted by the agent (count_processes).
+            (resource.RLIMIT_NPROC, lim["max_threads"] + self.nproc_extra),
             (resource.RLIMIT_NOFILE, lim["max_open_files"]),
             (resource.RLIMIT_CORE, 0),
         ]
+        if self.cap_address_space:
+            pairs.append((resource.RLIMIT_AS, lim["memory_mb"] * 1024 * 1024))
         for res, value in pairs:
             with contextlib.suppress(ValueError, OSError):
                 resource.setrlimit(res, (value, value))
@@ -624,10 +653,12 @@ class Agent:
             os.close(in_fd)
             in_open = None
         deadline = start + timeout
-        timed_out = cancelled = oom_killed = False
+        timed_out = cancelled = oom_killed = procs_killed = False
         killed_at: float | None = None
         host_gone = False
-        next_poll = start + MEMORY_POLL_S if self.meminfo is not None else None
+        max_procs = int(self.limits["max_procs"])
+        next_memory = start + WATCH_POLL_S if self.meminfo is not None else math.inf
+        next_procs = start + WATCH_POLL_S
 
         while True:
             self.reap()
@@ -643,14 +674,21 @@ class Agent:
                 timed_out = True
                 self.kill_all()
                 killed_at = now
-            if next_poll is not None and killed_at is None and now >= next_poll:
-                next_poll = now + MEMORY_POLL_S
+            if killed_at is None and now >= next_procs:
+                with contextlib.suppress(OSError, ValueError):
+                    procs_killed = self.count_processes() > max_procs
+                cost = time.monotonic() - now
+                next_procs = now + max(WATCH_POLL_S, cost / WATCH_MAX_SHARE)
+                if procs_killed:  # (first: the cause when too many processes also took too much memory)
+                    self.kill_all()
+                    killed_at = now
+            if killed_at is None and now >= next_memory:
+                next_memory = now + WATCH_POLL_S
                 try:
-                    over = self.memory_over()
+                    oom_killed = self.memory_over()
                 except (OSError, ValueError, IndexError):
-                    over, next_poll = False, None  # unreadable: the host cgroup alone bounds this one
-                if over:
-                    oom_killed = True
+                    next_memory = math.inf  # unreadable: the host cgroup alone bounds this one
+                if oom_killed:
                     self.kill_all()
                     killed_at = now
                     with contextlib.suppress(OSError, ValueError, IndexError):
@@ -658,8 +696,8 @@ class Agent:
             if killed_at is not None and now - killed_at > KILL_GRACE_S:
                 break
             wait = (deadline - now) if killed_at is None else max(0.0, killed_at + KILL_GRACE_S - now)
-            if next_poll is not None and killed_at is None:
-                wait = min(wait, next_poll - now)
+            if killed_at is None:
+                wait = min(wait, next_memory - now, next_procs - now)
             forker = [self.forker_sock.fileno()] if self.forker_sock is not None else []
             rlist = [*open_readers, self.sig_r, self.rfd, *forker]
             wlist = [in_open] if in_open is not None else []
@@ -736,6 +774,7 @@ class Agent:
             start, cancelled, True,
         )  # fmt: skip
         hdr_out["oom_killed"] = oom_killed
+        hdr_out["procs_killed"] = procs_killed
         return hdr_out, blob_out
 
     @staticmethod

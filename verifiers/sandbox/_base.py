@@ -172,12 +172,13 @@ class SandboxBackend(ABC):
     def _make_cgroup(self, sd: StateDir, limits: SandboxLimits) -> SandboxCgroup | None:
         """The sandbox's own memory and pids cgroups (recorded for teardown), or None, loudly, where the
         host has none to give: then only per-process rlimits hold."""
-        cg = cgroup.create(sd.id, limits.memory_mb, limits.max_procs)
+        cg = cgroup.create(sd.id, limits.memory_mb, limits.max_threads)
         if cg is None:
             log.warning(
                 "sandbox %s (%s): no cgroup could be created under %s (needs root and cgroup v1 memory and "
-                "pids controllers): memory_mb and max_procs are enforced PER PROCESS only (rlimits), so the "
-                "sandbox as a whole can use up to max_procs x memory_mb",
+                "pids controllers): memory_mb is enforced PER PROCESS only, as address space (RLIMIT_AS), so "
+                "the sandbox as a whole can use up to max_procs x memory_mb, and thread-heavy programs may "
+                "hit it",
                 sd.id, self.name, cgroup.cgroup_root(),
             )  # fmt: skip
             return None

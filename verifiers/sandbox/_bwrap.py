@@ -108,7 +108,8 @@ class BwrapBackend(SandboxBackend):
             at = argv.index("--remount-ro")
             argv[at:at] = ["--bind", cg.commands_procs, layout.COMMANDS_CGROUP]
         argv += ["--", *layout.contained_agent_argv(
-            sd.id, limits, py, uid, ipc="sweep", commands_cgroup=layout.COMMANDS_CGROUP if cg else None
+            sd.id, limits, py, uid, ipc="sweep", commands_cgroup=layout.COMMANDS_CGROUP if cg else None,
+            cap_address_space=cg is None,
         )]  # fmt: skip
         if cg is not None:
             argv = cgroup.attach_argv(cg, argv)

@@ -2,7 +2,8 @@
 
 Each sandbox gets ``<controller root>/vf-sandbox/<id>/`` in both controllers: the memory limit covers
 everything the sandbox holds in RAM (its processes, and the tmpfs and IPC pages they write, which the
-kernel charges to the writer's cgroup), the pids limit every task it runs. The agent's launcher joins
+kernel charges to the writer's cgroup), the pids limit every task it runs (threads included: it is the
+``max_threads`` bound; ``max_procs`` counts processes and is checked by the agent). The agent's launcher joins
 both before it execs (``attach_argv``), so every process of the sandbox is born inside them; each
 command process then moves itself into the ``commands`` memory cgroup below (see ``COMMANDS``). The cgroups
 are removed (their tasks killed first) by the backend's teardown, which the reaper also runs.
@@ -105,8 +106,9 @@ def _write(path: Path, value: str) -> None:
     path.write_text(value)
 
 
-def create(sandbox_id: str, memory_mb: int, max_procs: int) -> SandboxCgroup | None:
-    """Create the sandbox's memory and pids cgroups with their limits, or None if this host cannot."""
+def create(sandbox_id: str, memory_mb: int, max_tasks: int) -> SandboxCgroup | None:
+    """Create the sandbox's memory and pids cgroups with their limits (``max_tasks``: threads of all its
+    commands), or None if this host cannot."""
     root = cgroup_root()
     mem_base, pids_base = root / "memory", root / "pids"
     if not (os.access(mem_base / "cgroup.procs", os.W_OK) and os.access(pids_base / "cgroup.procs", os.W_OK)):
@@ -126,7 +128,7 @@ def create(sandbox_id: str, memory_mb: int, max_procs: int) -> SandboxCgroup | N
             if (path / "memory.memsw.limit_in_bytes").exists():
                 # memory+swap at the same value: the sandbox cannot spill past its limit into swap.
                 _write(path / "memory.memsw.limit_in_bytes", limit)
-        _write(pids / "pids.max", str(max_procs + AGENT_TASKS))
+        _write(pids / "pids.max", str(max_tasks + AGENT_TASKS))
     except OSError as exc:
         log.warning("sandbox %s: cannot set up its cgroups (%s)", sandbox_id, exc)
         for path in reversed(made):

@@ -52,13 +52,14 @@ def sandbox_env(python: HostPython, home: str, tmp: str) -> dict[str, str]:
 def agent_config(
     sandbox_id: str, limits: SandboxLimits, *, workspace: str, scratch: list[str], env: dict[str, str],
     uid: int | None, pidns: bool, nproc_extra: int = 0, ipc: str | None = None,
-    commands_cgroup: str | None = None, watch_memory: bool = False,
+    commands_cgroup: str | None = None, watch_memory: bool = False, cap_address_space: bool = False,
 ) -> str:  # fmt: skip
     """The agent's configuration. ``ipc``: "unshare" (the agent may make a fresh IPC namespace, at start
     and on every reset), "sweep" (reset removes every SysV object and POSIX queue of the sandbox's own
     namespace) or None (the host's namespace: leave it alone). ``watch_memory``: the agent measures the
     sandbox while a command runs and kills the command past ``memory_mb`` (where no cgroup of the sandbox's
-    own kernel does: gVisor)."""
+    own kernel does: gVisor). ``cap_address_space``: nothing bounds the sandbox's memory as a whole (no
+    cgroup could be made), so each command's address space is capped at ``memory_mb`` instead."""
     return json.dumps(
         {
             "id": sandbox_id,
@@ -73,6 +74,7 @@ def agent_config(
             "ipc": ipc,
             "commands_cgroup": commands_cgroup,
             "watch_memory": watch_memory,
+            "cap_address_space": cap_address_space,
         }
     )
 

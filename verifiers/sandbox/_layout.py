@@ -27,14 +27,14 @@ HOST_ETC = ("ld.so.cache", "alternatives", "localtime")
 
 def contained_agent_argv(
     sandbox_id: str, limits: SandboxLimits, python: HostPython, uid: int, *, ipc: str,
-    commands_cgroup: str | None = None, watch_memory: bool = False,
+    commands_cgroup: str | None = None, watch_memory: bool = False, cap_address_space: bool = False,
 ) -> list[str]:  # fmt: skip
     """The agent's command line in a contained sandbox: commands run as ``uid`` in their own pid namespace;
     ``ipc`` is how reset() empties the IPC namespace (see ``agent_config``)."""
     config = agent_config(
         sandbox_id, limits, workspace=WORKSPACE, scratch=list(SCRATCH),
         env=sandbox_env(python, WORKSPACE, SCRATCH[0]), uid=uid, pidns=True, ipc=ipc,
-        commands_cgroup=commands_cgroup, watch_memory=watch_memory,
+        commands_cgroup=commands_cgroup, watch_memory=watch_memory, cap_address_space=cap_address_space,
     )  # fmt: skip
     return agent_argv(python, AGENT_PATH, config)
 

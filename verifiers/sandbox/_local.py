@@ -61,6 +61,7 @@ class LocalBackend(SandboxBackend):
             env=env, uid=None, pidns=False, nproc_extra=extra,
             # As root the agent can give the sandbox an IPC namespace of its own (fresh on every reset).
             ipc="unshare" if uid == 0 else None, commands_cgroup=cg.commands_procs if cg else None,
+            cap_address_space=cg is None,
         )  # fmt: skip
         argv = agent_argv(py, str(AGENT_SOURCE.resolve()), agent_cfg)
         if cg is not None:

@@ -278,12 +278,16 @@ class Sandbox:
             n = self._oom_kills()
             if n > self._oom_seen:
                 self._oom_seen, oom = n, True
-        if oom:
+        procs = bool(reply.get("procs_killed")) and not oom
+        if oom or procs:
             sep = "" if not stderr or stderr.endswith("\n") else "\n"
-            stderr += (
-                f"{sep}vf-sandbox: killed: the sandbox used more than its memory limit "
-                f"({self.limits.memory_mb} MB for all its processes and files)\n"
+            why = (
+                f"used more than its memory limit ({self.limits.memory_mb} MB for all its processes and files)"
+                if oom
+                else f"ran more than {self.limits.max_procs} processes at once (limits.max_procs; threads "
+                "count against max_threads only)"
             )
+            stderr += f"{sep}vf-sandbox: killed: the sandbox {why}\n"
         return ExecResult(
             exit_code=reply["exit_code"],
             stdout=blob[:n_out].decode(errors="replace"),
@@ -298,6 +302,7 @@ class Sandbox:
             backend=self.backend,
             contained=self.contained,
             oom_killed=oom,
+            procs_killed=procs,
         )
 
     async def write_file(self, path: str, data: str | bytes, *, mode: int = 0o644) -> None:

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 from verifiers._exports import lazy_exports
 
 _EXPORTS: dict[str, str] = {
+    "ClientNotAllowed": "verifiers.serve.policy",
+    "ClientPolicy": "verifiers.serve.policy",
     "ServerDrainingError": "verifiers.serve.pool",
     "WorkerCrashedError": "verifiers.serve.pool",
     "WorkerPool": "verifiers.serve.pool",
@@ -25,6 +27,7 @@ __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # the same names, for type checkers and IDEs
+    from verifiers.serve.policy import ClientNotAllowed as ClientNotAllowed, ClientPolicy as ClientPolicy
     from verifiers.serve.pool import (
         ServerDrainingError as ServerDrainingError,
         WorkerCrashedError as WorkerCrashedError,

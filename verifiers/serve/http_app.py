@@ -18,9 +18,12 @@ from aiohttp import web
 from pydantic import ValidationError
 
 from verifiers.errors import error_record
+from verifiers.serve.policy import ClientNotAllowed
+from verifiers.serve.runner import GroupJob
 from verifiers.serve.service import EnvService, RequestError
 from verifiers.serve.wire import (
     JSON,
+    MAX_BODY,
     MSGPACK,
     NDJSON,
     RolloutsRequest,
@@ -79,16 +82,32 @@ def _count(counts: dict[str, Any], meta: list[list[Any]]) -> None:
             counts["scored"] += 1
 
 
+def _parse_rollouts(service: EnvService, raw: bytes, content_type: str | None) -> list[GroupJob]:
+    return service.jobs(RolloutsRequest.model_validate(decode(raw, content_type)))
+
+
+def _as_msgpack(value: dict[str, Any]) -> bytes:
+    value["rollouts"] = [orjson.loads(p) for p in value["rollouts"]]
+    return encode(value, MSGPACK)
+
+
 async def rollouts(request: web.Request) -> web.StreamResponse:
     service = request.app[SERVICE]
     if not service.pool.accepting:
         return _error(request, 503, "the env server is shutting down")
+    raw = await request.read()
     try:
-        body = decode(await request.read(), request.headers.get("Content-Type"))
-        req = RolloutsRequest.model_validate(body)
-        jobs = service.jobs(req)
-    except ValidationError as exc:
-        return _error(request, 422, "invalid rollouts request", orjson.loads(exc.json()))
+        # Off the event loop (a body may be tens of MiB), so /health and other requests keep answering.
+        jobs = await asyncio.to_thread(_parse_rollouts, service, raw, request.headers.get("Content-Type"))
+    except ValidationError as exc:  # without the input: a refused million-id list is not echoed back
+        return _error(
+            request,
+            422,
+            "invalid rollouts request",
+            exc.errors(include_url=False, include_context=False, include_input=False),
+        )
+    except ClientNotAllowed as exc:
+        return _error(request, 403, str(exc))
     except (ValueError, KeyError, RequestError) as exc:
         return _error(request, 400, str(exc))
     counts: dict[str, Any] = {"groups": 0, "rollouts": 0, "scored": 0, "errored": {}}
@@ -102,7 +121,9 @@ async def rollouts(request: web.Request) -> web.StreamResponse:
                 parts.extend((m[0], m[1], p) for m, p in zip(g["meta"], g["parts"], strict=True))
         parts.sort(key=lambda x: (x[0], x[1]))
         if wants_msgpack(request.headers.get("Accept")):
-            return _reply(request, {"rollouts": [orjson.loads(p) for *_, p in parts], "counts": counts})
+            value = {"rollouts": [p for *_, p in parts], "counts": counts}
+            body = await asyncio.to_thread(_as_msgpack, value)  # re-encoding is the slow part
+            return web.Response(body=body, content_type=MSGPACK)
         body = (
             b'{"rollouts":[' + b",".join(p for *_, p in parts) + b'],"counts":' + orjson.dumps(counts) + b"}"
         )
@@ -130,7 +151,7 @@ async def rollouts(request: web.Request) -> web.StreamResponse:
 
 
 def make_app(service: EnvService) -> web.Application:
-    app = web.Application(client_max_size=256 * 1024**2)
+    app = web.Application(client_max_size=MAX_BODY)
     app[SERVICE] = service
     app.router.add_get("/health", health)
     app.router.add_get("/info", info)

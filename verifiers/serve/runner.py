@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypedDict
 
 from verifiers.clients import Client
+from verifiers.clients.client import MaxTokensField
 from verifiers.clients.sampling import merge_sampling_args, token_request_args
 from verifiers.envs import Environment
 from verifiers.eval.engine import GroupPlan, RolloutEnv, schedule
@@ -27,6 +28,11 @@ class ClientSpec(TypedDict, total=False):
     timeout: float | None
     max_retries: int
     headers: dict[str, str]
+    #: Per-request headers from the rollout state (``verifiers.clients.Client``'s option of that name).
+    headers_from_state: dict[str, str]
+    #: Continue multi-turn chats from token ids (``/chat/completions/tokens``).
+    token_prompts: bool
+    max_tokens_field: MaxTokensField
 
 
 #: How a job's rollouts travel back: our rows as JSON (the HTTP API), or the reference SDK's
@@ -43,7 +49,9 @@ class GroupJob(TypedDict, total=False):
     model: str
     client: ClientSpec
     sampling_args: dict[str, Any]
-    score: Literal["group", "rollout"]
+    #: ``"none"``: rollouts come back unscored (the reference's ``score_rollouts = False``: a trainer that
+    #: scores groups itself).
+    score: Literal["group", "rollout", "none"]
     max_seq_len: int | None
     return_tokens: ReturnTokens
     encoding: Encoding
@@ -89,11 +97,51 @@ def encode_group(
     return {"parts": parts, "meta": meta}
 
 
-class _Bounded:
-    """``RolloutEnv`` over an environment whose ``rollout`` waits for a process-wide slot."""
+class _Delegating:
+    """``RolloutEnv`` that hands every call to ``inner``; the wrappers below change one part."""
 
-    def __init__(self, env: Environment, slots: asyncio.Semaphore) -> None:
-        self._env, self._slots = env, slots
+    def __init__(self, inner: RolloutEnv) -> None:
+        self._inner = inner
+
+    async def rollout(
+        self,
+        client: Client,
+        model: str,
+        row: Row,
+        *,
+        sampling_args: SamplingArgs | None = None,
+        rollout_index: int = 0,
+        endpoint: int | None = None,
+    ) -> State:
+        return await self._inner.rollout(
+            client, model, row, sampling_args=sampling_args, rollout_index=rollout_index, endpoint=endpoint
+        )
+
+    async def score_group(self, states: Sequence[State]) -> None:
+        await self._inner.score_group(states)
+
+    async def score_rollout(self, state: State) -> None:
+        await self._inner.score_rollout(state)
+
+    async def setup(self) -> None:
+        await self._inner.setup()
+
+    async def teardown(self) -> None:
+        await self._inner.teardown()
+
+    def init_state(self, row: Row, rollout_index: int) -> State:
+        return self._inner.init_state(row, rollout_index)
+
+    def request_sampling_args(self, run_args: SamplingArgs | None, row: Row | None = None) -> SamplingArgs:
+        return self._inner.request_sampling_args(run_args, row)
+
+
+class _Bounded(_Delegating):
+    """An environment whose ``rollout`` waits for a process-wide slot."""
+
+    def __init__(self, env: RolloutEnv, slots: asyncio.Semaphore) -> None:
+        super().__init__(env)
+        self._slots = slots
 
     async def rollout(
         self,
@@ -106,7 +154,7 @@ class _Bounded:
         endpoint: int | None = None,
     ) -> State:
         async with self._slots:
-            return await self._env.rollout(
+            return await super().rollout(
                 client,
                 model,
                 row,
@@ -115,23 +163,15 @@ class _Bounded:
                 endpoint=endpoint,
             )
 
+
+class _Unscored(_Delegating):
+    """The same rollouts, left unscored (``score = "none"``)."""
+
     async def score_group(self, states: Sequence[State]) -> None:
-        await self._env.score_group(states)
+        return None
 
     async def score_rollout(self, state: State) -> None:
-        await self._env.score_rollout(state)
-
-    async def setup(self) -> None:
-        await self._env.setup()
-
-    async def teardown(self) -> None:
-        await self._env.teardown()
-
-    def init_state(self, row: Row, rollout_index: int) -> State:
-        return self._env.init_state(row, rollout_index)
-
-    def request_sampling_args(self, run_args: SamplingArgs | None, row: Row | None = None) -> SamplingArgs:
-        return self._env.request_sampling_args(run_args, row)
+        return None
 
 
 def job_sampling_args(job: GroupJob) -> SamplingArgs:
@@ -187,6 +227,9 @@ class GroupRunner:
                 timeout=spec.get("timeout"),
                 max_retries=spec.get("max_retries", 3),
                 headers=spec.get("headers") or None,
+                headers_from_state=spec.get("headers_from_state") or None,
+                token_prompts=bool(spec.get("token_prompts")),
+                max_tokens_field=spec.get("max_tokens_field", "max_tokens"),
             )
             self._clients[key] = client
         return client
@@ -195,14 +238,16 @@ class GroupRunner:
         """Roll out and score the job's group, encoded as the job asks."""
         row = job["row"]
         run_args = job_sampling_args(job)
+        env = await self._env_for(job.get("max_seq_len"))
+        score = job.get("score", "group")
         states = await schedule(
-            await self._env_for(job.get("max_seq_len")),
+            _Unscored(env) if score == "none" else env,
             [GroupPlan(row, list(job["indices"]))],
             self._client(job["client"]),
             job["model"],
             max_concurrent=self.max_concurrent,
             sampling_args=run_args,
-            score=job.get("score", "group"),
+            score="rollout" if score == "none" else score,
         )
         sent = self.env.request_sampling_args(run_args, row)
         return encode_group([self.env.result_record(s) for s in states[0]], job, sent)

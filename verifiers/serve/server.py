@@ -18,6 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from verifiers.serve.http_app import make_app
+from verifiers.serve.policy import ClientPolicy
 from verifiers.serve.service import EnvService
 from verifiers.serve.zmq_server import ReferenceZMQServer
 
@@ -36,6 +37,13 @@ class ServeConfig:
     drain_timeout: float = 600.0
     #: A worker silent this long (a blocked event loop) is killed and restarted, as after a crash.
     worker_timeout: float = 60.0
+    #: Token budget of each rollout whose request names none (the reference protocol's never do).
+    max_seq_len: int | None = None
+    #: Score reference-protocol rollouts (``False``: return them unscored, the reference's
+    #: ``score_rollouts = False``).
+    score_rollouts: bool = True
+    #: Key variables and endpoints requests may use (``verifiers.serve.policy``).
+    policy: ClientPolicy = field(default_factory=ClientPolicy)
 
 
 def listening_line(http: str, zmq: str) -> str:
@@ -54,6 +62,9 @@ async def serve(config: ServeConfig, *, stop: asyncio.Event | None = None) -> No
         workers=config.workers,
         max_concurrent=config.max_concurrent,
         heartbeat_timeout=config.worker_timeout,
+        max_seq_len=config.max_seq_len,
+        score_rollouts=config.score_rollouts,
+        policy=config.policy,
     )
     runner: web.AppRunner | None = None
     zmq_server: ReferenceZMQServer | None = None

@@ -14,6 +14,7 @@ from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from verifiers.envs import EnvGroup, Environment, load_environment
+from verifiers.serve.policy import ClientPolicy
 from verifiers.serve.pool import WorkerPool
 from verifiers.serve.runner import ClientSpec, GroupJob
 from verifiers.serve.wire import DatasetPage, RolloutsRequest, ServerInfo, Split
@@ -41,10 +42,19 @@ class EnvService:
         workers: int = 1,
         max_concurrent: int = 256,
         heartbeat_timeout: float = 60.0,
+        max_seq_len: int | None = None,
+        score_rollouts: bool = True,
+        policy: ClientPolicy | None = None,
     ) -> None:
+        #: The key variables and endpoints requests may use (``verifiers.serve.policy``), fixed at start.
+        self.policy = policy or ClientPolicy()
         self.env: Environment = load_environment(env_id, **(env_args or {}))
         self.env_args = dict(env_args or {})
         self.max_concurrent = max_concurrent
+        #: The token budget of rollouts that do not name one (every rollout of the reference protocol).
+        self.max_seq_len = max_seq_len
+        #: Whether reference-protocol rollouts are scored (the reference's ``score_rollouts``).
+        self.score_rollouts = score_rollouts
         self.pool = WorkerPool(
             env_id,
             self.env_args,
@@ -74,6 +84,8 @@ class EnvService:
             requires_group_scoring=requires_group_scoring(self.env),
             workers=self.pool.num_workers,
             max_concurrent=self.max_concurrent,
+            max_seq_len=self.max_seq_len,
+            score_rollouts=self.score_rollouts,
             worker_pids=[w.proc.pid for w in self.pool.workers.values() if w.proc.returncode is None],
             in_flight_groups=self.pool.in_flight,
             worker_restarts=self.pool.restarts,
@@ -104,6 +116,7 @@ class EnvService:
         return out
 
     def jobs(self, req: RolloutsRequest) -> list[GroupJob]:
+        self.policy.check(req.base_url, req.api_key_var)  # ClientNotAllowed before any work
         if req.rows is not None:
             rows = [self.env.format_row(r, int(r.get("example_id", i))) for i, r in enumerate(req.rows)]
         else:
@@ -122,7 +135,7 @@ class EnvService:
                 client=client,
                 sampling_args=dict(req.sampling_args),
                 score="group",
-                max_seq_len=req.max_seq_len,
+                max_seq_len=req.max_seq_len if req.max_seq_len is not None else self.max_seq_len,
                 return_tokens=req.return_tokens,
                 encoding="json",
             )

@@ -10,6 +10,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from verifiers._extras import install_command
 from verifiers.types import ReturnTokens
 
 JSON = "application/json"
@@ -18,6 +19,15 @@ NDJSON = "application/x-ndjson"
 
 Split = Literal["train", "eval"]
 
+#: Bounds of one rollouts request (HTTP 422 beyond them; the ZMQ protocol answers an error): a group of
+#: a million rollouts, or a million ids, would hold the server's memory and event loop. A trainer with a
+#: larger batch sends several requests.
+MAX_ROLLOUTS_PER_EXAMPLE = 1024
+MAX_EXAMPLES_PER_REQUEST = 10_000
+MAX_ROLLOUTS_PER_REQUEST = 32_768
+#: Largest request body or ZMQ message: 10,000 rows of a few KiB each fit, and parsing it stays short.
+MAX_BODY = 64 * 1024**2
+
 
 class RolloutsRequest(BaseModel):
     """``POST /rollouts``: which examples, how many rollouts each, and which model to ask."""
@@ -25,10 +35,10 @@ class RolloutsRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     #: Example ids of ``split`` (as ``GET /dataset`` lists them), or whole rows (contract 3.2).
-    example_ids: list[int] | None = None
-    rows: list[dict[str, Any]] | None = None
+    example_ids: list[int] | None = Field(None, max_length=MAX_EXAMPLES_PER_REQUEST)
+    rows: list[dict[str, Any]] | None = Field(None, max_length=MAX_EXAMPLES_PER_REQUEST)
     split: Split = "eval"
-    rollouts_per_example: int = Field(1, ge=1)
+    rollouts_per_example: int = Field(1, ge=1, le=MAX_ROLLOUTS_PER_EXAMPLE)
     model: str
     #: The OpenAI-compatible endpoint(s) (replicas of one model), e.g. ``http://host:8000/v1``.
     base_url: str | list[str]
@@ -48,6 +58,12 @@ class RolloutsRequest(BaseModel):
     def _one_source(self) -> RolloutsRequest:
         if (self.example_ids is None) == (self.rows is None):
             raise ValueError("give exactly one of example_ids or rows")
+        total = len(self.example_ids or self.rows or []) * self.rollouts_per_example
+        if total > MAX_ROLLOUTS_PER_REQUEST:
+            raise ValueError(
+                f"{total} rollouts in one request; at most {MAX_ROLLOUTS_PER_REQUEST} (examples × "
+                "rollouts_per_example): split the batch into several requests"
+            )
         return self
 
 
@@ -69,6 +85,10 @@ class ServerInfo(BaseModel):
     requires_group_scoring: bool
     workers: int
     max_concurrent: int
+    #: ``--max-seq-len``: the token budget of rollouts whose request names none (``None``: unbounded).
+    max_seq_len: int | None = None
+    #: ``--score-rollouts`` (default) or ``--no-score-rollouts``: whether reference-protocol rollouts are scored.
+    score_rollouts: bool = True
     #: Live state, for operators and tests: worker process ids, groups running, restarts after crashes.
     worker_pids: list[int] = Field(default_factory=list)
     in_flight_groups: int = 0
@@ -79,9 +99,7 @@ def _msgpack() -> Any:
     try:
         import msgpack
     except ImportError as exc:  # the `serve` extra
-        raise RuntimeError(
-            "msgpack bodies need the `serve` extra: pip install 'verifiers-sdk[serve]'"
-        ) from exc
+        raise RuntimeError(f"msgpack bodies need the [serve] extra: {install_command('serve')}") from exc
     return msgpack
 
 
@@ -107,6 +125,10 @@ def as_dict(value: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
 
 __all__ = [
     "JSON",
+    "MAX_BODY",
+    "MAX_EXAMPLES_PER_REQUEST",
+    "MAX_ROLLOUTS_PER_EXAMPLE",
+    "MAX_ROLLOUTS_PER_REQUEST",
     "MSGPACK",
     "NDJSON",
     "DatasetPage",

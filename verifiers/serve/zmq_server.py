@@ -11,12 +11,14 @@ Wire facts, from that release's ``zmq_env_server.py`` / ``zmq_env_client.py`` / 
 - otherwise a msgpack request whose ``request_type`` is ``run_rollout`` (``input``: one ``RolloutInput``),
   ``run_group`` (``group_inputs``: a list) or ``health``, with ``client_config`` (the reference
   ``ClientConfig``, already resolved to one endpoint: ``api_base_url``, ``api_key_var``, ``timeout``,
-  ``max_retries``, ``extra_headers``), ``model``, ``sampling_args``, ``max_retries`` and
+  ``max_retries``, ``extra_headers``, ``extra_headers_from_state``, ``client_type``), ``model``, ``sampling_args``, ``max_retries`` and
   ``state_columns``; answered with ``{"success", "error", "output"}`` / ``{…, "outputs"}``, the outputs
   being reference ``RolloutOutput`` dicts (``verifiers.serve.reference_output``).
 
 ``run_rollout`` scores the rollout alone; ``run_group`` scores inputs of one example together (inputs of
-different examples become one group each, answered in input order). ``max_retries`` (whole-rollout
+different examples become one group each, answered in input order). What the reference server takes as
+``extra_env_kwargs`` at start-up (prime-rl fills in ``max_seq_len`` and ``score_rollouts``, but only for
+servers it spawns itself) are ``vf-serve``'s ``--max-seq-len`` and ``--no-score-rollouts``. ``max_retries`` (whole-rollout
 retries in the reference) is not applied: a failed rollout comes back with its error, for the trainer to
 mask.
 """
@@ -30,8 +32,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from verifiers.serve.policy import ClientNotAllowed
 from verifiers.serve.runner import ClientSpec, GroupJob
-from verifiers.serve.service import EnvService
+from verifiers.serve.service import EnvService, RequestError
+from verifiers.serve.wire import MAX_BODY, MAX_ROLLOUTS_PER_REQUEST
 
 log = logging.getLogger(__name__)
 _PING = b"ping"
@@ -53,13 +57,26 @@ def _array_header(n: int) -> bytes:
     return bytes(msgpack.Packer().pack_array_header(n))
 
 
+#: The reference ``ClientConfig.client_type`` that continues multi-turn chats from token ids.
+TOKEN_CLIENT_TYPE = "openai_chat_completions_token"
+
+
 def _client_spec(cfg: Mapping[str, Any]) -> ClientSpec:
+    """Our client settings for a reference ``ClientConfig``: its endpoint, key variable, timeout, retries,
+    ``extra_headers`` and ``extra_headers_from_state`` (per-request headers read from the rollout state,
+    ``{"X-Session-ID": "example_id"}`` by prime-rl's default), token prompts for the token client type,
+    and the request body the reference sends (``max_completion_tokens``)."""
     return {
         "base_url": str(cfg.get("api_base_url", "")),
         "api_key_var": cfg.get("api_key_var"),
         "timeout": cfg.get("timeout"),
         "max_retries": int(cfg.get("max_retries", 3)),
-        "headers": dict(cfg.get("extra_headers") or {}),
+        "headers": {str(k): str(v) for k, v in (cfg.get("extra_headers") or {}).items()},
+        "headers_from_state": {
+            str(k): str(v) for k, v in (cfg.get("extra_headers_from_state") or {}).items()
+        },
+        "token_prompts": cfg.get("client_type") == TOKEN_CLIENT_TYPE,
+        "max_tokens_field": "max_completion_tokens",
     }
 
 
@@ -83,6 +100,7 @@ class ReferenceZMQServer:
         self._sock.setsockopt(zmq.SNDHWM, 0)
         self._sock.setsockopt(zmq.RCVHWM, 0)
         self._sock.setsockopt(zmq.LINGER, 0)
+        self._sock.setsockopt(zmq.MAXMSGSIZE, MAX_BODY)  # a larger message drops its peer, unread
         self._sock.bind(self.address)
         self._loop_task = asyncio.create_task(self._serve())
 
@@ -140,6 +158,8 @@ class ReferenceZMQServer:
                 )
             )
             return
+        except (ClientNotAllowed, RequestError) as exc:  # refused before any work: say why, no traceback
+            body = msgpack.packb({"success": False, "error": f"{type(exc).__name__}: {exc}"})
         except Exception as exc:
             log.exception("reference protocol request failed")
             body = msgpack.packb({"success": False, "error": repr(exc)})
@@ -147,6 +167,12 @@ class ReferenceZMQServer:
 
     async def _run(self, req: Mapping[str, Any], inputs: list[dict[str, Any]], *, score: str) -> list[bytes]:
         """Each input's reference ``RolloutOutput``, already msgpack-encoded by the worker."""
+        if len(inputs) > MAX_ROLLOUTS_PER_REQUEST:
+            raise RequestError(
+                f"{len(inputs)} inputs in one request; at most {MAX_ROLLOUTS_PER_REQUEST}: send several requests"
+            )
+        client = _client_spec(req.get("client_config") or {})
+        self.service.policy.check(client["base_url"], client.get("api_key_var"))  # before any work
         env = self.service.env
         # Identical inputs (a group of one example) are one group with rollout indices 0..n-1.
         raw: list[tuple[dict[str, Any], list[int]]] = []
@@ -157,8 +183,8 @@ class ReferenceZMQServer:
                 raw.append((x, [pos]))
         groups = [(env.format_row(x, int(x.get("example_id", 0))), positions) for x, positions in raw]
         model = str(req["model"])
-        client = _client_spec(req.get("client_config") or {})
         sampling = dict(req.get("sampling_args") or {})
+        service = self.service
         jobs = [
             GroupJob(
                 row=row,
@@ -166,7 +192,8 @@ class ReferenceZMQServer:
                 model=model,
                 client=client,
                 sampling_args=sampling,
-                score="group" if score == "group" else "rollout",
+                score=("group" if score == "group" else "rollout") if service.score_rollouts else "none",
+                max_seq_len=service.max_seq_len,
                 encoding="reference",
                 state_columns=list(req.get("state_columns") or []),
             )

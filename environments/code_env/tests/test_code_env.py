@@ -178,7 +178,8 @@ async def test_misbehaving_solutions_only_fail_their_tests(secure_backend: str) 
         "syntax error": "def broken(:\n",
         "exits non-zero": "import sys\nprint(input())\nsys.exit(3)\n",
     }
-    reports = await score_many(secure_backend, cases, STDIN_TESTS, timeout=3.0, max_output_bytes=1 << 20)
+    # 10 s a test: a loaded machine's sandboxed python3 still answers in time; the hostile ones never do.
+    reports = await score_many(secure_backend, cases, STDIN_TESTS, timeout=10.0, max_output_bytes=1 << 20)
     passed = {name for name, r in reports.items() if r.passed}
     assert passed == {"leaves a child behind"}  # a stray process does not spoil a correct answer
     assert reports["kills the runner"].cases[0].detail == "the test runner was killed before reporting"
@@ -218,9 +219,10 @@ async def test_a_test_that_hangs_only_fails_itself(secure_backend: str) -> None:
             "    except BaseException:\n        pass\nprint(n)\n"
         ),
     }
+    # 5 s a test: the other tests (and their process's start) fit it even on a loaded machine.
     t0 = time.perf_counter()
-    reports = await score_many(secure_backend, codes, SIX_TESTS, timeout=1.0)
-    assert time.perf_counter() - t0 < 40
+    reports = await score_many(secure_backend, codes, SIX_TESTS, timeout=5.0)
+    assert time.perf_counter() - t0 < 600  # each hang cost its own timeout, not forever
     for name, report in reports.items():
         assert statuses(report) == [s.format("timeout") for s in ONLY_THIRD_FAILS], name
         assert report.metrics()["timeouts"] == 1.0
@@ -245,7 +247,7 @@ async def test_a_test_process_that_dies_only_fails_its_test(secure_backend: str)
             )
         ),
     }
-    reports = await score_many(secure_backend, codes, SIX_TESTS, timeout=3.0)
+    reports = await score_many(secure_backend, codes, SIX_TESTS, timeout=10.0)  # ample on a loaded machine
     expected = {
         "exits 0 after flushing": ["passed"] * 6,
         "exits 0 before flushing": [s.format("wrong") for s in ONLY_THIRD_FAILS],  # its output was lost

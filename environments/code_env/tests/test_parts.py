@@ -127,7 +127,7 @@ def run_on_host(
         cwd=root,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
         preexec_fn=limit_cpu,
         start_new_session=True,
     )
@@ -136,10 +136,11 @@ def run_on_host(
 
 def test_a_test_process_hands_over_before_its_cpu_limit_could_cut_a_test_short(tmp_path: Path) -> None:
     """Tests share a process, and a process's CPU limit counts all of them: a fresh process takes over
-    before a test whose CPU budget (timeout + 1 s) no longer fits under it. Here 8 tests use 0.6 s of
-    CPU each, 4.8 s in all, under a 4 s limit."""
-    code = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.6:\n    pass\nprint(input())\n"
-    tests = {"fn_name": None, "inputs": [f"{i}\n" for i in range(8)], "outputs": [f"{i}\n" for i in range(8)]}
+    before a test whose CPU budget (timeout + 1 s) no longer fits under it. Here 48 tests use 0.1 s of
+    CPU each, 4.8 s in all, under a 4 s limit (0.1 s of CPU fits a 2 s timeout even on a loaded machine)."""
+    code = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.1:\n    pass\nprint(input())\n"
+    n = 48
+    tests = {"fn_name": None, "inputs": [f"{i}\n" for i in range(n)], "outputs": [f"{i}\n" for i in range(n)]}
     report = run_on_host(code, tests, ScoringLimits(timeout=2.0), tmp_path, cpu_s=4)
     assert report.passed, report.cases
 

@@ -30,7 +30,11 @@ HUB_SUBSET = "logic"  # of vf.data.INTELLECT3_DATASET
 INSTALL_HINT = "pip install 'logic-env[synlogic]'"
 
 _LETTER_EQUATION = re.compile(r"\b([A-Z]+(?:\s*[+\-*]\s*[A-Z]+)+)\s*=\s*([A-Z]+)\b")
-_NUMERIC_EQUATION = re.compile(r"\d+(?:\s*[+\-*]\s*\d+)+\s*=\s*-?\d+")
+#: An equation's left side (``12 + 3 * 4``) and its result (``= 24``), matched in two steps so the scan is
+#: linear: one pattern for the whole would re-scan a long chain with no ``=`` from each of its numbers.
+#: Possessive quantifiers and the look-behind keep each chain to one pass from its first digit.
+_NUMERIC_CHAIN = re.compile(r"(?<!\d)\d++(?:\s*+[+\-*]\s*+\d++)++")
+_NUMERIC_RESULT = re.compile(r"\s*+=\s*+-?\d++")
 _PUZZLE_TOKEN = re.compile(r"^(?:\d+|[Xx_])$")
 _ANSWER_TAG = vf.XMLParser(["answer"])
 
@@ -54,6 +58,18 @@ class LoadReport:
 TAIL_CHARS = 8000
 
 
+def last_numeric_equation(text: str) -> str | None:
+    """The last ``a + b * c = d`` in ``text`` (non-overlapping, left to right), as written."""
+    found, pos = None, 0
+    while (chain := _NUMERIC_CHAIN.search(text, pos)) is not None:
+        result = _NUMERIC_RESULT.match(text, chain.end())
+        if result is None:
+            pos = chain.end()
+            continue
+        found, pos = text[chain.start() : result.end()], result.end()
+    return found
+
+
 def extract(style: str, text: str | None) -> str | None:
     """The answer part of the final message for a SynLogic task, after trying an ``<answer>`` tag."""
     if text is None or len(text) > 100_000:
@@ -69,8 +85,7 @@ def extract(style: str, text: str | None) -> str | None:
     if style == "boxed":
         return extract_boxed_answer(tail)
     if style == "equation":
-        found = _NUMERIC_EQUATION.findall(tail[-2000:])
-        return found[-1] if found else None
+        return last_numeric_equation(tail[-2000:])
     if style == "last_line":
         block = last_code_block(tail)
         if block is not None:

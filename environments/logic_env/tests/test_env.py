@@ -209,7 +209,7 @@ def test_vf_eval_cli_against_scripted_server(tmp_path: Path) -> None:
     with ScriptedServer(handler=_scripted_handler(rows, correct_ids)) as server:
         args = ["logic-env", "-b", server.url, "-m", "m", "-n", "10", "-r", "1", "--json"]
         args += ["-a", json.dumps({"num_examples": 10, "difficulty": "easy"}), "-o", str(tmp_path / "run")]
-        proc = run_vf_eval(*args, cwd=tmp_path, timeout=120)
+        proc = run_vf_eval(*args, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(proc.stdout)
     assert summary["metadata"]["counts"]["completed"] == 10

@@ -154,7 +154,9 @@ async def test_hostile_completions_score_zero_quickly() -> None:
         await env.teardown()
     assert [s["reward"] for s in states] == [0.0] * len(hostile)
     assert all(s["error"] is None for s in states)
-    assert time.monotonic() - t0 < 30  # bounded: each runaway item is cut at 1 s
+    # Bounded: each runaway item is cut at 1 s; a loaded machine may take minutes to respawn the workers
+    # that were killed, but one item left unbounded would take forever.
+    assert time.monotonic() - t0 < 600
 
 
 # --- judge ---------------------------------------------------------------------------------------------

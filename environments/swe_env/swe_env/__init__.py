@@ -7,7 +7,7 @@ whose sandboxes start with the run. See README.md for the scaffolds, graders, ta
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -23,7 +23,7 @@ def load_environment(
     source: str = "bundled",
     *,
     repos: Sequence[str | Path] | None = None,
-    rows: Sequence[dict[str, Any]] | None = None,
+    rows: Sequence[dict[str, Any]] | str | Path | None = None,
     num_tasks: int | None = None,
     seed: int = 0,
     max_turns: int = 200,
@@ -33,6 +33,7 @@ def load_environment(
     grade_timeout: float = 120.0,
     backend: str | None = None,
     pool_size: int = 8,
+    sandbox_limits: Mapping[str, Any] | None = None,
     system_prompt: str | None = None,
 ) -> SweEnv:
     """The SWE environment.
@@ -45,7 +46,8 @@ def load_environment(
         source: ``bundled`` (the project-written tasks), ``generated`` (seeded mutations of ``repos``),
             ``r2e`` or ``swebench`` (``rows`` of those datasets; rows needing a container image fail).
         repos: Repositories to mutate for ``source="generated"`` (default: the bundled ones).
-        rows: Dataset rows for ``source="r2e"``/``"swebench"`` (nothing is downloaded).
+        rows: Dataset rows for ``source="r2e"``/``"swebench"``, or the path of a JSON / JSON Lines file
+            of them (nothing is downloaded).
         num_tasks: At most this many tasks (all by default).
         seed: Seed of the generator.
         max_turns: Model calls per rollout (R2E-Gym's and INTELLECT-3's 200 by default).
@@ -55,6 +57,9 @@ def load_environment(
         grade_timeout: Seconds the hidden tests may run (past it: an infra error, not a 0).
         backend: Sandbox backend (``runsc``, ``bwrap``, ``local``); default: the best secure one.
         pool_size: Sandboxes kept warm (rollouts beyond that wait for one).
+        sandbox_limits: Overrides of swe-env's sandbox limits (``SandboxLimits`` fields, e.g.
+            ``{"memory_mb": 4096, "max_procs": 256}``; see ``swe_env.limits``), for the agent's commands
+            and the grading run alike; ``python -m swe_env.validate --sandbox-limits`` takes the same.
         system_prompt: Replaces the scaffold's system prompt.
     """
     from swe_env.env import build_environment
@@ -74,5 +79,6 @@ def load_environment(
         grade_timeout=grade_timeout,
         backend=backend,
         pool_size=pool_size,
+        sandbox_limits=sandbox_limits,
         system_prompt=system_prompt,
     )

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from swe_env.grading import GRADERS, Grader
+from swe_env.limits import sandbox_limits as make_limits
 from swe_env.scaffolds import SCAFFOLDS
 from swe_env.scaffolds.base import SweEnv
 from swe_env.task import SOURCES, load_tasks
@@ -18,7 +19,7 @@ def build_environment(
     grader: str,
     source: str,
     repos: Sequence[str | Path] | None,
-    rows: Sequence[dict[str, Any]] | None,
+    rows: Sequence[dict[str, Any]] | str | Path | None,
     num_tasks: int | None,
     seed: int,
     max_turns: int,
@@ -28,6 +29,7 @@ def build_environment(
     grade_timeout: float,
     backend: str | None,
     pool_size: int,
+    sandbox_limits: Mapping[str, Any] | None,
     system_prompt: str | None,
 ) -> SweEnv:
     if scaffold not in SCAFFOLDS:
@@ -42,6 +44,9 @@ def build_environment(
         raise ValueError("command_timeout must be positive")
     if pool_size < 1:
         raise ValueError("pool_size must be at least 1")
+    if sandbox_limits is not None and not isinstance(sandbox_limits, Mapping):
+        raise ValueError('sandbox_limits must be an object of SandboxLimits fields, e.g. {"memory_mb": 4096}')
+    limits = make_limits(command_timeout, sandbox_limits)
     tasks = load_tasks(source, repos=repos, num_tasks=num_tasks, seed=seed, rows=rows)
     if not tasks:
         raise ValueError(f"source {source!r} gave no tasks")
@@ -66,5 +71,6 @@ def build_environment(
         grade_timeout=grade_timeout,
         backend=backend,
         pool_size=pool_size,
+        limits=limits,
         **extra,
     )

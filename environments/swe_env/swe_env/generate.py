@@ -33,13 +33,25 @@ import sys
 import tempfile
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from swe_env.files import (
+    FileEntry,
+    files_from_json,
+    files_hash,
+    files_to_json,
+    read_tree,
+    tar_of_files,
+    text_of,
+    with_text,
+    write_tree,
+)
 from swe_env.grading import is_test_path
+from swe_env.limits import sandbox_limits
 from swe_env.mutate import Mutation, apply_mutation, find_mutations
-from swe_env.repo import RUNNER_PREFIX, files_hash, install_runner, tar_of_files
+from swe_env.repo import RUNNER_PREFIX, install_runner
 from swe_env.task import SweTask, load_bundled
 from swe_env.testlog import TestLog, parse_pytest_summary
 
@@ -94,7 +106,7 @@ class TestRunner(Protocol):
 
     name: str
 
-    async def run(self, files: Mapping[str, str], command: str, timeout: float) -> RunOutput: ...  # noqa: ASYNC109
+    async def run(self, files: Mapping[str, FileEntry], command: str, timeout: float) -> RunOutput: ...  # noqa: ASYNC109
 
 
 class HostRunner:
@@ -105,16 +117,13 @@ class HostRunner:
     def __init__(self, concurrency: int = 2) -> None:
         self._sem = asyncio.Semaphore(concurrency)
 
-    async def run(self, files: Mapping[str, str], command: str, timeout: float) -> RunOutput:  # noqa: ASYNC109
+    async def run(self, files: Mapping[str, FileEntry], command: str, timeout: float) -> RunOutput:  # noqa: ASYNC109
         async with self._sem:
             return await asyncio.to_thread(self._run, files, command, timeout)
 
-    def _run(self, files: Mapping[str, str], command: str, timeout: float) -> RunOutput:
+    def _run(self, files: Mapping[str, FileEntry], command: str, timeout: float) -> RunOutput:
         with tempfile.TemporaryDirectory(prefix="swe-gen-") as tmp:
-            for name, text in files.items():
-                p = Path(tmp, name)
-                p.parent.mkdir(parents=True, exist_ok=True)
-                p.write_text(text, encoding="utf-8")
+            write_tree(Path(tmp), files)
             env = {
                 "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
                 "HOME": tmp,
@@ -144,7 +153,7 @@ class SandboxRunner:
         self.pool = pool
         self.name = f"sandbox:{pool.backend_name}"
 
-    async def run(self, files: Mapping[str, str], command: str, timeout: float) -> RunOutput:  # noqa: ASYNC109
+    async def run(self, files: Mapping[str, FileEntry], command: str, timeout: float) -> RunOutput:  # noqa: ASYNC109
         async with self.pool.lease() as sb:
             await sb.upload_bundle(tar_of_files(files), dest="repo")
             await install_runner(sb)
@@ -155,7 +164,7 @@ class SandboxRunner:
 @dataclass(frozen=True)
 class BaseRepo:
     name: str
-    files: Mapping[str, str]
+    files: Mapping[str, FileEntry]
     test_cmd: str
 
     @property
@@ -168,20 +177,13 @@ def fixed_repo(task: SweTask) -> BaseRepo:
     files = dict(task.repo_files)
     if task.gold_patch:
         with tempfile.TemporaryDirectory(prefix="swe-fix-") as tmp:
-            for name, text in files.items():
-                p = Path(tmp, name)
-                p.parent.mkdir(parents=True, exist_ok=True)
-                p.write_text(text, encoding="utf-8")
+            write_tree(Path(tmp), files)
             r = subprocess.run(
                 ["git", "apply", "-"], cwd=tmp, input=task.gold_patch, capture_output=True, text=True
             )
             if r.returncode != 0:
                 raise GenerationError(f"gold patch of {task.task_id} does not apply: {r.stderr.strip()}")
-            files = {
-                p.relative_to(tmp).as_posix(): p.read_text(encoding="utf-8")
-                for p in sorted(Path(tmp).rglob("*"))
-                if p.is_file()
-            }
+            files = read_tree(Path(tmp))
     files.update(task.hidden_tests)
     name = str(task.meta.get("library") or task.task_id)
     return BaseRepo(name, files, task.test_cmd)
@@ -192,16 +194,9 @@ def read_repo(path: str | Path, test_cmd: str | None = None) -> BaseRepo:
     root = Path(path)
     if not root.is_dir():
         raise GenerationError(f"{root} is not a directory")
-    files: dict[str, str] = {}
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root)
-        if not p.is_file() or {".git", "__pycache__", ".pytest_cache"} & set(rel.parts) or p.suffix == ".pyc":
-            continue
-        try:
-            files[rel.as_posix()] = p.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            log.warning("skipping binary file %s", p)
-    cmd = test_cmd or (files.pop("test_cmd").strip() if "test_cmd" in files else DEFAULT_TEST_CMD)
+    files = read_tree(root)  # binary files, modes and symlinks included
+    own_cmd = text_of(files.pop("test_cmd")) if "test_cmd" in files else None
+    cmd = test_cmd or (own_cmd.strip() if own_cmd else DEFAULT_TEST_CMD)
     return BaseRepo(root.name, files, cmd)
 
 
@@ -262,7 +257,7 @@ class _Candidate:
 
 
 def _make_task(
-    cand: _Candidate, mutated: dict[str, str], result: TestLog, baseline: Sequence[str], checked_in: str
+    cand: _Candidate, mutated: dict[str, FileEntry], result: TestLog, baseline: Sequence[str], checked_in: str
 ) -> SweTask | None:
     outcomes = result.outcomes
     if not result.has_summary or result.collection_errors or set(outcomes) != set(baseline):
@@ -285,7 +280,7 @@ def _make_task(
         fail_to_pass=tuple(f2p),
         pass_to_pass=tuple(p2p),
         test_cmd=repo.test_cmd,
-        gold_patch=_diff(m.path, mutated[m.path], repo.files[m.path]),
+        gold_patch=_diff(m.path, text_of(mutated[m.path]) or "", text_of(repo.files[m.path]) or ""),
         source="generated",
         meta={
             "library": repo.name,
@@ -336,8 +331,11 @@ def _candidates(repo: BaseRepo, covered: Mapping[str, set[int]], seed: int) -> l
         lines = covered.get(path) if covered else None
         if covered and lines is None:
             continue  # never executed by the tests
+        src = text_of(repo.files[path])
+        if src is None:
+            continue  # a symlink, or not UTF-8
         try:
-            muts = find_mutations(path, repo.files[path], lines)
+            muts = find_mutations(path, src, lines)
         except SyntaxError:
             continue
         out.extend(_Candidate(repo, m) for m in muts)
@@ -371,7 +369,7 @@ async def agenerate_tasks(
     seen_ids: set[str] = set()
 
     async def evaluate(c: _Candidate) -> SweTask | None:
-        src = c.repo.files[c.mutation.path]
+        src = text_of(c.repo.files[c.mutation.path]) or ""
         new = apply_mutation(src, c.mutation)
         if new == src:
             return None
@@ -379,7 +377,7 @@ async def agenerate_tasks(
             compile(new, c.mutation.path, "exec")
         except SyntaxError:
             return None
-        mutated = {**c.repo.files, c.mutation.path: new}
+        mutated = {**c.repo.files, c.mutation.path: with_text(c.repo.files[c.mutation.path], new)}
         # a mutant that loops forever is common (a flipped loop condition): it is dropped, not waited for
         out = await runner.run(mutated, c.repo.test_cmd, mutant_timeout)
         if out.timed_out:
@@ -419,8 +417,10 @@ def cache_key(repos: Sequence[BaseRepo], seed: int, num_tasks: int | None) -> st
 
 
 def task_to_json(task: SweTask) -> dict[str, Any]:
-    d = asdict(task)
+    d = {f.name: getattr(task, f.name) for f in fields(task)}
     d["fail_to_pass"], d["pass_to_pass"] = list(task.fail_to_pass), list(task.pass_to_pass)
+    d["repo_files"], d["hidden_tests"] = files_to_json(task.repo_files), files_to_json(task.hidden_tests)
+    d["expected"], d["meta"] = dict(task.expected), dict(task.meta)
     return d
 
 
@@ -428,6 +428,8 @@ def task_from_json(d: Mapping[str, Any]) -> SweTask:
     return SweTask(
         **{
             **d,
+            "repo_files": files_from_json(d["repo_files"], "repo_files"),
+            "hidden_tests": files_from_json(d["hidden_tests"], "hidden_tests"),
             "fail_to_pass": tuple(d["fail_to_pass"]),
             "pass_to_pass": tuple(d["pass_to_pass"]),
         }
@@ -469,10 +471,10 @@ def _run_sync(make: Callable[[], Awaitable[T]]) -> T:
 async def _generate_in_sandbox(
     repos: Sequence[BaseRepo], num_tasks: int | None, seed: int, backend: str | None, pool_size: int
 ) -> list[SweTask]:
-    from verifiers.sandbox import SandboxLimits, SandboxPool, get_backend
+    from verifiers.sandbox import SandboxPool, get_backend
 
-    limits = SandboxLimits(timeout_s=60, cpu_s=60, memory_mb=768)
-    async with SandboxPool(get_backend(backend), size=pool_size, limits=limits) as pool:
+    # the limits of rollouts and validation: a mutant is checked where its task will be graded
+    async with SandboxPool(get_backend(backend), size=pool_size, limits=sandbox_limits()) as pool:
         return await agenerate_tasks(
             repos, SandboxRunner(pool), num_tasks=num_tasks, seed=seed, window=pool_size * 2
         )

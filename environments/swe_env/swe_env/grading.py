@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Literal
 
-from swe_env.repo import RUNNER_PREFIX, SandboxLike, install_runner, tar_of_files
+from swe_env.files import FileEntry, tar_of_files
+from swe_env.repo import RUNNER_PREFIX, SandboxLike, install_runner
 from swe_env.task import SweTask
 from swe_env.testlog import TestLog, convert_ids, parse_pytest_summary, strip_ansi
 
@@ -70,7 +71,7 @@ def is_test_path(path: str) -> bool:
     )
 
 
-def protected_files(task: SweTask) -> dict[str, str]:
+def protected_files(task: SweTask) -> dict[str, FileEntry]:
     """What grading writes back before the run: the repository's own test files, then the hidden tests."""
     out = {p: t for p, t in task.repo_files.items() if is_test_path(p)}
     out.update(task.hidden_tests)

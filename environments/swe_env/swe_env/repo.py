@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
 import importlib.metadata
 import io
 import os
@@ -20,6 +19,8 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+
+from swe_env.files import FileEntry, files_hash, write_tree
 
 if TYPE_CHECKING:
     from swe_env.task import SweTask
@@ -82,35 +83,13 @@ class PatchError(ValueError):
     """A patch that does not apply to the repository (its message has git's explanation)."""
 
 
-def tar_of_files(files: Mapping[str, str | bytes], *, mtime: int = 1_704_067_200) -> bytes:
-    """A gzip-less tar of ``files`` (relative path -> content), deterministic for the same input."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name in sorted(files):
-            data = files[name]
-            blob = data.encode() if isinstance(data, str) else data
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(blob), 0o644, mtime
-            tar.addfile(info, io.BytesIO(blob))
-    return buf.getvalue()
-
-
-def files_hash(files: Mapping[str, str]) -> str:
-    h = hashlib.sha256()
-    for name in sorted(files):
-        h.update(name.encode() + b"\0" + files[name].encode() + b"\0")
-    return h.hexdigest()
-
-
-def _tree_with_git(files: Mapping[str, str]) -> bytes:
-    """A tar of ``files`` plus a ``.git`` holding one commit of them (made on the host: one upload instead
-    of several ``git`` processes per sandbox, which cost ~30 ms each under gVisor)."""
+def _tree_with_git(files: Mapping[str, FileEntry]) -> bytes:
+    """A tar of ``files`` (modes and symlinks kept) plus a ``.git`` holding one commit of them (made on the
+    host: one upload instead of several ``git`` processes per sandbox, which cost ~30 ms each under
+    gVisor)."""
     with tempfile.TemporaryDirectory(prefix="swe-repo-") as tmp:
         root = Path(tmp)
-        for name, text in files.items():
-            p = root / name
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(text, encoding="utf-8")
+        write_tree(root, files)
         env = {**os.environ, **_GIT_ENV, "HOME": tmp}
         for argv in (
             ["git", "init", "-q", "-b", "main"],
@@ -120,14 +99,18 @@ def _tree_with_git(files: Mapping[str, str]) -> bytes:
             subprocess.run(argv, cwd=root, env=env, check=True, capture_output=True)
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
-            for p in sorted(root.rglob("*")):
-                if p.is_file():
+            for dirpath, dirnames, filenames in os.walk(root):
+                dirnames.sort()
+                here = Path(dirpath)
+                # symlinks (to files or directories) go in as links, never followed
+                for name in sorted([*filenames, *(d for d in dirnames if (here / d).is_symlink())]):
+                    p = here / name
                     tar.add(p, arcname=p.relative_to(root).as_posix(), recursive=False)
         return buf.getvalue()
 
 
 @functools.lru_cache(maxsize=256)
-def _cached_tree(key: str, items: tuple[tuple[str, str], ...]) -> bytes:
+def _cached_tree(key: str, items: tuple[tuple[str, FileEntry], ...]) -> bytes:
     del key  # part of the cache key only
     return _tree_with_git(dict(items))
 

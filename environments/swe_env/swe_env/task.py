@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from swe_env.files import FileEntry, check_tree, normalized, read_tree
 from swe_env.repo import apply_patch as apply_patch, prepare_repo as prepare_repo
 from swe_env.testlog import IdStyle
 
@@ -33,10 +34,11 @@ class SweTask:
 
     task_id: str
     problem_statement: str
-    #: relative path -> text: the buggy repository as the agent sees it (no hidden tests)
-    repo_files: Mapping[str, str]
-    #: relative path -> text, copied into the repository only for grading
-    hidden_tests: Mapping[str, str]
+    #: relative path -> entry (text, or a ``RepoFile``: bytes with a mode, or a symlink;
+    #: ``swe_env.files``): the buggy repository as the agent sees it (no hidden tests)
+    repo_files: Mapping[str, FileEntry]
+    #: relative path -> entry, copied into the repository only for grading
+    hidden_tests: Mapping[str, FileEntry]
     #: test id -> status after a correct fix (fail-to-pass and pass-to-pass tests)
     expected: Mapping[str, Status]
     fail_to_pass: tuple[str, ...]
@@ -61,21 +63,16 @@ class SweTask:
         missing = [t for t in (*self.fail_to_pass, *self.pass_to_pass) if t not in self.expected]
         if missing:
             raise ValueError(f"task {self.task_id}: tests {missing} are not in `expected`")
+        # one form per file (plain text as str), so that equal repositories compare and hash equal
+        object.__setattr__(self, "repo_files", normalized(self.repo_files))
+        object.__setattr__(self, "hidden_tests", normalized(self.hidden_tests))
+        check_tree(self.repo_files, f"task {self.task_id}: repo_files")
+        check_tree(self.hidden_tests, f"task {self.task_id}: hidden_tests")
 
 
 def bundled_tasks_dir() -> Path:
     """The directory of the project-written tasks shipped with the package."""
     return Path(str(resources.files("swe_env") / "tasks"))
-
-
-def _read_tree(root: Path) -> dict[str, str]:
-    if not root.is_dir():
-        return {}
-    out: dict[str, str] = {}
-    for p in sorted(root.rglob("*")):
-        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc":
-            out[p.relative_to(root).as_posix()] = p.read_text(encoding="utf-8")
-    return out
 
 
 def load_task_dir(path: str | Path, *, source: str = "bundled") -> SweTask:
@@ -99,8 +96,8 @@ def load_task_dir(path: str | Path, *, source: str = "bundled") -> SweTask:
     return SweTask(
         task_id=d.name,
         problem_statement=(d / "problem_statement.md").read_text(encoding="utf-8").strip() + "\n",
-        repo_files=_read_tree(d / "repo"),
-        hidden_tests=_read_tree(d / "hidden_tests"),
+        repo_files=read_tree(d / "repo"),
+        hidden_tests=read_tree(d / "hidden_tests"),
         expected=expected,
         fail_to_pass=f2p,
         pass_to_pass=p2p,
@@ -122,14 +119,15 @@ def load_tasks(
     repos: Sequence[str | Path] | None = None,
     num_tasks: int | None = None,
     seed: int = 0,
-    rows: Iterable[Mapping[str, Any]] | None = None,
+    rows: Iterable[Mapping[str, Any]] | str | Path | None = None,
 ) -> list[SweTask]:
     """The tasks of one source, in a stable order.
 
     ``bundled``: the project-written tasks. ``generated``: ``num_tasks`` seeded mutations of ``repos``
     (directories of Python projects whose tests pass; default: the bundled tasks' fixed repositories).
-    ``r2e`` / ``swebench``: ``rows`` of those datasets (mappings, e.g. from ``datasets``); a row needing a
-    container image raises ``swe_env.adapters.UnsupportedRowError`` naming it.
+    ``r2e`` / ``swebench``: ``rows`` of those datasets (mappings, e.g. from ``datasets``, or the path of a
+    JSON / JSON Lines file of them); a row needing a container image raises
+    ``swe_env.adapters.UnsupportedRowError`` naming it.
     """
     if source not in SOURCES:
         raise ValueError(f"unknown task source {source!r}; choose one of {', '.join(SOURCES)}")
@@ -149,8 +147,12 @@ def load_tasks(
             raise ValueError(
                 f"source={source!r} needs `rows` (the dataset's rows); nothing is downloaded at run time"
             )
-        from swe_env.adapters import r2e_row_to_task, swebench_row_to_task
+        from swe_env.adapters import r2e_row_to_task, read_rows, swebench_row_to_task
 
+        if isinstance(rows, str | Path):
+            rows = read_rows(rows)
+        elif isinstance(rows, Mapping):
+            raise ValueError("`rows` is a list of dataset rows (or the path of a file of them), not one row")
         convert = r2e_row_to_task if source == "r2e" else swebench_row_to_task
         tasks = [convert(r) for r in rows]
     if num_tasks is not None:

@@ -3,12 +3,14 @@ with its gold edit (through the scripted OpenAI-compatible server)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from swe_env.files import RepoFile
 from swe_env.task import SweTask
 
 from tests.scripted_server import Reply, tool_call
@@ -50,6 +52,90 @@ TINY = SweTask(
         '@@ -4,7 +4,7 @@\n \n def add(a, b):\n     """The sum of a and b."""\n-    return a - b\n'
         "+    return a + b\n \n \n def double(x):\n"
     ),
+)
+
+
+#: A table that is not text (every byte value, NULs included).
+BLOB = bytes(range(256)) * 4 + b"\x00\xff\x00"
+BLOB_SHA256 = hashlib.sha256(BLOB).hexdigest()
+
+#: A repository that plain text cannot describe: a binary data file, a symlink (README -> the real file),
+#: an executable script, and hidden tests that bring a binary fixture and a symlink of their own.
+FILES_TASK = SweTask(
+    task_id="blobtool-header-length",
+    problem_statement=(
+        "# `blobtool.header()` is one byte short\n\n"
+        "The table format has a four-byte magic header, but `blobtool.header()` returns only three bytes, "
+        "so `bin/blobtool` prints `000102` instead of `00010203`.\n"
+    ),
+    repo_files={
+        "blobtool/__init__.py": (
+            '"""Reads the packaged table."""\n\nfrom pathlib import Path\n\n'
+            'TABLE = Path(__file__).parent / "data" / "table.bin"\n\n\n'
+            "def table():\n    return TABLE.read_bytes()\n\n\n"
+            "def header():\n"
+            '    """The magic header: the first four bytes of the table."""\n'
+            "    return table()[:3]\n"
+        ),
+        "blobtool/data/table.bin": RepoFile(BLOB),
+        "bin/blobtool": RepoFile(
+            b'#!/bin/sh\ncd "$(dirname "$0")/.." && exec python3 -c "import blobtool; print(blobtool.header().hex())"\n',
+            0o755,
+        ),
+        "README.md": "blobtool: reads a binary table\n",
+        "README": RepoFile(symlink="README.md"),
+        "tests/test_files.py": (
+            "import hashlib, os, subprocess\n\nimport blobtool\n\n\n"
+            "def test_table_is_intact():\n"
+            f"    assert hashlib.sha256(blobtool.table()).hexdigest() == {BLOB_SHA256!r}\n\n\n"
+            "def test_readme_is_a_symlink():\n"
+            '    assert os.path.islink("README") and os.readlink("README") == "README.md"\n'
+            '    assert open("README").read().startswith("blobtool")\n\n\n'
+            "def test_script_is_executable():\n"
+            '    assert os.access("bin/blobtool", os.X_OK)\n'
+            '    r = subprocess.run(["bin/blobtool"], capture_output=True, text=True)\n'
+            "    assert r.returncode == 0, r.stderr\n"
+        ),
+    },
+    hidden_tests={
+        "tests/test_header.py": (
+            "import pathlib, subprocess\n\nimport blobtool\n\n"
+            'FIXTURES = pathlib.Path(__file__).parent / "fixtures"\n\n\n'
+            "def test_header_is_four_bytes():\n"
+            '    assert blobtool.header() == (FIXTURES / "magic.bin").read_bytes()\n'
+            '    assert (FIXTURES / "magic").is_symlink()\n'
+            '    assert blobtool.header() == (FIXTURES / "magic").read_bytes()\n\n\n'
+            "def test_script_prints_the_header():\n"
+            '    r = subprocess.run(["bin/blobtool"], capture_output=True, text=True)\n'
+            '    assert r.stdout.strip() == "00010203"\n'
+        ),
+        "tests/fixtures/magic.bin": RepoFile(b"\x00\x01\x02\x03"),
+        "tests/fixtures/magic": RepoFile(symlink="magic.bin"),
+    },
+    expected={
+        "tests/test_header.py::test_header_is_four_bytes": "PASSED",
+        "tests/test_header.py::test_script_prints_the_header": "PASSED",
+        "tests/test_files.py::test_table_is_intact": "PASSED",
+        "tests/test_files.py::test_readme_is_a_symlink": "PASSED",
+        "tests/test_files.py::test_script_is_executable": "PASSED",
+    },
+    fail_to_pass=(
+        "tests/test_header.py::test_header_is_four_bytes",
+        "tests/test_header.py::test_script_prints_the_header",
+    ),
+    pass_to_pass=(
+        "tests/test_files.py::test_readme_is_a_symlink",
+        "tests/test_files.py::test_script_is_executable",
+        "tests/test_files.py::test_table_is_intact",
+    ),
+    test_cmd="python -m pytest -rA -p no:cacheprovider tests",
+    gold_patch=(
+        "diff --git a/blobtool/__init__.py b/blobtool/__init__.py\n--- a/blobtool/__init__.py\n"
+        "+++ b/blobtool/__init__.py\n@@ -12,4 +12,4 @@ def table():\n \n def header():\n"
+        '     """The magic header: the first four bytes of the table."""\n'
+        "-    return table()[:3]\n+    return table()[:4]\n"
+    ),
+    meta={"library": "blobtool"},
 )
 
 

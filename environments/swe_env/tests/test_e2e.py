@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 from swe_env import load_environment
+from swe_env.adapters import task_to_r2e_row, task_to_swebench_row
 from swe_env.task import load_tasks
-from swe_testing import gold_edits, mini_gold_agent, r2e_gold_agent, results_of
+from swe_testing import FILES_TASK, gold_edits, mini_gold_agent, r2e_gold_agent, results_of
 
 from tests.env_testing import run_vf_eval
 from tests.scripted_server import ScriptedServer
@@ -87,6 +88,36 @@ def test_vf_eval_scripted_agent_solves_bundled_tasks(
 
 
 @pytest.mark.sandbox
+@pytest.mark.parametrize(("scaffold", "grader"), [("r2e", "r2e"), ("mini", "swebench")])
+def test_vf_eval_solves_a_users_rows_from_a_file(
+    secure_backend: str, scaffold: str, grader: str, tmp_path: Path
+) -> None:
+    """Rollouts over a user's rows file (``rows`` is its path): the thread-heavy bundled task (100
+    threads at once, under the rollouts' limits) and a repository with a binary file, a symlink and a
+    script. The scripted agent applies each gold fix with the scaffold's tools: reward 1 each."""
+    tasks = [FILES_TASK, next(t for t in load_tasks() if t.task_id == "workpool-chunked-map-remainder")]
+    source = "r2e" if grader == "r2e" else "swebench"
+    export = task_to_r2e_row if source == "r2e" else task_to_swebench_row
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps(export(t)) + "\n" for t in tasks))
+    handler = r2e_gold_agent(tasks) if scaffold == "r2e" else mini_gold_agent(tasks)
+    out = tmp_path / "run"
+    env_args = {"backend": secure_backend, "scaffold": scaffold, "grader": grader, "pool_size": 2,
+                "source": source, "rows": str(rows)}  # fmt: skip
+    with ScriptedServer(handler=handler) as server:
+        proc = run_vf_eval(
+            "swe-env", "-b", server.url, "-m", "scripted", "-n", "2", "-r", "1",
+            "-a", json.dumps(env_args), "-o", str(out), "--json", cwd=ROOT,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows_out = results_of(out)
+    assert len(rows_out) == 2
+    for row in rows_out:
+        assert row["error"] is None and row["reward"] == 1.0, (row["error"], row["grading"])
+        assert row["grading"]["infra_error"] is None
+
+
+@pytest.mark.sandbox
 @pytest.mark.smollm
 @pytest.mark.parametrize("scaffold", ["r2e", "mini"])
 def test_vf_eval_with_the_real_small_model_runs_and_grades(
@@ -97,9 +128,10 @@ def test_vf_eval_with_the_real_small_model_runs_and_grades(
     rollout must end scored (0 or 1, never None) with no error, and its grading ran the whole suite."""
     out = tmp_path / "run"
     env_args = {"scaffold": scaffold, "max_turns": 3, "backend": "bwrap", "pool_size": 2}
+    # The timeout only guards against a hang: on a loaded machine one SmolLM2 turn can take minutes.
     proc = run_vf_eval(
         "swe-env", "-m", "local/smollm2", "-n", "2", "-r", "1", "-t", "200",
-        "-a", json.dumps(env_args), "-o", str(out), "--json", cwd=ROOT, timeout=600,
+        "-a", json.dumps(env_args), "-o", str(out), "--json", cwd=ROOT, timeout=3600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     meta = json.loads((out / "metadata.json").read_text())

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 from pathlib import Path
 
 import pytest
 import swe_env.generate as gen
+from swe_env.files import RepoFile, write_tree
 from swe_env.generate import (
     BaseRepo,
     GenerationError,
@@ -18,10 +20,11 @@ from swe_env.generate import (
     generate_tasks,
     read_repo,
 )
+from swe_env.limits import sandbox_limits
 from swe_env.mutate import OPERATORS, apply_mutation, find_mutations
 from swe_env.task import load_tasks
 
-from verifiers.sandbox import SandboxLimits, SandboxPool, get_backend
+from verifiers.sandbox import SandboxPool, get_backend
 
 SOURCE = '''def clamp(x, lo=0, hi=10, strict=False):
     """Clamp x."""
@@ -72,8 +75,7 @@ def _write(tmp: Path, files: dict[str, str]) -> Path:
 
 
 async def _generate(backend: str, repos: list[BaseRepo], n: int, seed: int) -> list[gen.SweTask]:
-    limits = SandboxLimits(timeout_s=60, cpu_s=60, memory_mb=768)
-    async with SandboxPool(get_backend(backend), size=2, limits=limits) as pool:
+    async with SandboxPool(get_backend(backend), size=2, limits=sandbox_limits()) as pool:
         return await agenerate_tasks(repos, SandboxRunner(pool), num_tasks=n, seed=seed, window=4)
 
 
@@ -145,3 +147,32 @@ def test_cache_and_load_tasks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     (repo_dir / "README.md").unlink()
     monkeypatch.setattr(gen, "generate_tasks", lambda **kw: generate_tasks(**kw, allow_host=True))
     assert load_tasks("generated", repos=[repo_dir], num_tasks=3) == first
+
+
+def test_generated_tasks_keep_binary_files_symlinks_and_modes(tmp_path: Path) -> None:
+    """A user's repository with a binary data file, a symlink and an executable script that its tests
+    use: every generated task carries all three (through the host run, the gold patch and the cache)."""
+    repo_dir = _write(tmp_path / "mini", REPO)
+    write_tree(
+        repo_dir,
+        {
+            "mini/data.bin": RepoFile(b"\x00\xff" * 64),
+            "tools/check": RepoFile(b"#!/bin/sh\nexit 0\n", 0o755),
+            "README": RepoFile(symlink="mini/core.py"),
+            "tests/test_files.py": (
+                "import os, pathlib, subprocess\n\n\ndef test_files():\n"
+                "    assert pathlib.Path('mini/data.bin').read_bytes() == b'\\x00\\xff' * 64\n"
+                "    assert os.path.islink('README')\n"
+                "    assert subprocess.run(['tools/check']).returncode == 0\n"
+            ),
+        },
+    )
+    tasks = generate_tasks([repo_dir], num_tasks=2, seed=0, allow_host=True, use_cache=False)
+    assert len(tasks) == 2
+    for t in tasks:
+        files = {**t.repo_files, **t.hidden_tests}
+        assert files["mini/data.bin"] == RepoFile(b"\x00\xff" * 64)
+        assert files["tools/check"] == RepoFile(b"#!/bin/sh\nexit 0\n", 0o755)
+        assert files["README"] == RepoFile(symlink="mini/core.py")
+        assert "tests/test_files.py::test_files" in t.pass_to_pass
+        assert gen.task_from_json(json.loads(json.dumps(gen.task_to_json(t)))) == t

@@ -9,11 +9,12 @@ from collections.abc import Mapping
 
 import pytest
 from swe_env.grading import grade, is_test_path, score_statuses
+from swe_env.limits import sandbox_limits
 from swe_env.repo import PatchError, apply_patch, prepare_repo
 from swe_env.task import SweTask, load_tasks
 from swe_env.testlog import convert_ids, parse_pytest_summary, strip_ansi, to_r2e_id
 
-from verifiers.sandbox import SandboxLimits, get_backend
+from verifiers.sandbox import get_backend
 
 ESC = "\x1b"
 # What pytest 8/9 prints with colour forced (PY_COLORS=1), trimmed: parametrized ids with spaces, dashes
@@ -116,7 +117,7 @@ def test_test_paths() -> None:
 
 
 # --- in sandboxes ----------------------------------------------------------------------------------
-LIMITS = SandboxLimits(timeout_s=60, cpu_s=60, memory_mb=768)
+LIMITS = sandbox_limits()  # what rollouts and validation grade under
 
 
 def _bundled(task_id: str) -> SweTask:

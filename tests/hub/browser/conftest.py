@@ -62,7 +62,7 @@ def browser_context() -> Iterator[Any]:
             args=ARGS,
             viewport=VIEWPORT,
         )
-        context.set_default_timeout(15_000)
+        context.set_default_timeout(120_000)  # waits end when their condition holds: this only guards a hang
         try:
             yield context
         finally:

@@ -29,8 +29,8 @@ for i in "${!TRAIN_HOSTS[@]}"; do
   if [ "${TRAIN_HOSTS[$i]}" = "$ME" ]; then
     if [ "$i" -eq 0 ]; then
       echo "[$ME] env servers + orchestrator"
-      vf-serve math-env --host 127.0.0.1 --port 8100 --zmq-port 5100 --max-concurrent 8192 --workers 8 > "$RUN_DIR/logs/vf-serve-0.log" 2>&1 &
-      vf-serve code-env --host 127.0.0.1 --port 8101 --zmq-port 5101 --max-concurrent 8192 --workers 8 > "$RUN_DIR/logs/vf-serve-1.log" 2>&1 &
+      vf-serve math-env --host 127.0.0.1 --port 8100 --zmq-port 5100 --max-concurrent 8192 --workers 8 --max-seq-len 65536 --score-rollouts > "$RUN_DIR/logs/vf-serve-0.log" 2>&1 &
+      vf-serve code-env --host 127.0.0.1 --port 8101 --zmq-port 5101 --max-concurrent 8192 --workers 8 --max-seq-len 65536 --score-rollouts > "$RUN_DIR/logs/vf-serve-1.log" 2>&1 &
       for url in http://127.0.0.1:8100/health http://127.0.0.1:8101/health; do
         until curl -sf "$url" > /dev/null; do sleep 2; done
       done

@@ -100,6 +100,9 @@ def single_node(spec: RunSpec) -> dict[str, Any]:
             "num_infer_gpus": SINGLE_NODE["infer_gpus"],
         },
         "trainer": {
+            # Explicit: v0.5.0 resolves an unset tokenizer before [model] name reaches the trainer (to
+            # Qwen/Qwen3-0.6B, whatever the model; resolved.model_names).
+            "tokenizer": {"name": spec.model},
             "loss": _loss(spec),
             "optim": {"type": "adamw", "lr": 1e-6},
         },
@@ -134,6 +137,7 @@ def intellect3(spec: RunSpec) -> dict[str, Any]:
         },
         "slurm": {"job_name": "intellect3"},
         "trainer": {
+            "tokenizer": {"name": spec.model},  # explicit, as in single_node
             "loss": _loss(spec),
             "optim": {"type": "muon", "lr": 1e-6},
             "model": {"ac": {"freq": 1}},

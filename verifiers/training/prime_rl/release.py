@@ -1,8 +1,8 @@
 """The pinned prime-rl release: its identity, and its config field sets as data.
 
 ``release_v0_5_0.json`` is generated from the release's source by ``scripts/extract_prime_rl_schema.py``
-(prime-rl needs CUDA and is not on PyPI, so CI reads the checked-in data, never prime-rl itself). It lists
-every config class with its fields and whether pydantic refuses unknown keys there: several nested sections
+(prime-rl is not on PyPI and its trainer needs CUDA, so validate reads the checked-in data, never prime-rl
+itself). It lists every config class with its fields and whether pydantic refuses unknown keys there: several nested sections
 (``trainer.loss``, ``trainer.optim``, ``trainer.scheduler``, ``orchestrator.advantage``) are plain
 ``BaseModel`` classes that silently drop a typo, which is why ``check_keys`` checks every key itself.
 """

@@ -18,10 +18,11 @@ from typing import Any
 
 import tomli_w
 
+from verifiers.training.prime_rl import resolved
 from verifiers.training.prime_rl.bridge import PACKAGES_DIR, write_packages
 from verifiers.training.prime_rl.presets import build_spec, preset_document
 from verifiers.training.prime_rl.release import RELEASE, RELEASE_COMMIT
-from verifiers.training.prime_rl.spec import SPEC_FILE, Preset, RunSpec, parse_env_arg
+from verifiers.training.prime_rl.spec import NAME, SPEC_FILE, Preset, RunSpec, parse_env_arg, spec_problems
 
 RL_FILE = "rl.toml"
 SPLIT_FILES = ("trainer.toml", "orchestrator.toml", "inference.toml")
@@ -88,6 +89,7 @@ def split_documents(doc: dict[str, Any], spec: RunSpec) -> dict[str, dict[str, A
     out_dir = str(doc.get("output_dir", "outputs"))
     trainer = copy.deepcopy(doc.get("trainer", {}))
     trainer.setdefault("model", {})["name"] = model
+    trainer.setdefault("tokenizer", {}).setdefault("name", model)
     if seq_len is not None:
         trainer["model"].setdefault("seq_len", seq_len)
     trainer["output_dir"] = out_dir
@@ -125,7 +127,12 @@ def render(
     ids = [p[0] for p in parsed]
     if len(set(ids)) != len(ids):
         raise RenderError(f"each environment once: {ids}")
-    spec = build_spec(preset, parsed, model)
+    for env_id in ids:
+        check_known(env_id)
+    try:
+        spec = build_spec(preset, parsed, model)
+    except ValueError as exc:
+        raise RenderError(spec_problems(exc)) from None
     pairs = [parse_set(s) for s in sets or []]
     spec_sets = [(k[1:], v) for k, v in pairs if k[0] == "vf_train"]
     if spec_sets:
@@ -135,11 +142,14 @@ def render(
         try:
             spec = RunSpec.model_validate(data)
         except ValueError as exc:
-            raise RenderError(f"--set vf_train.…: {exc}") from None
+            raise RenderError(f"--set vf_train.…: {spec_problems(exc)}") from None
     doc = preset_document(spec)
     for keys, value in pairs:
         if keys[0] != "vf_train":
             apply_set(doc, keys, value)
+    job = doc.get("slurm", {}).get("job_name") if isinstance(doc.get("slurm"), dict) else None
+    if job is not None and not (isinstance(job, str) and NAME.fullmatch(job)):
+        raise RenderError(f"slurm.job_name = {job!r}: use letters, digits, '.', '_' and '-' only")
     out.mkdir(parents=True, exist_ok=True)
     result = Rendered(out=out, spec=spec, document=doc)
     spec.write(out)
@@ -158,14 +168,36 @@ def render(
     return result
 
 
+def check_known(env_id: str) -> None:
+    """Refuse an environment that is neither installed nor under ``./environments`` (a typo would
+    otherwise render a run no env server can serve), suggesting the nearest known ids."""
+    import difflib
+
+    from verifiers.envs.loading import installed_environments, local_environments
+
+    known = sorted({*installed_environments(), *local_environments()})
+    if env_id in known:
+        return
+    close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+    listed = ", ".join(known) or "none"
+    raise RenderError(
+        f"--env {env_id!r}: no such environment here; {hint}known: {listed} (install one with `vf-install ID`)"
+    )
+
+
 def _write_toml(path: Path, doc: dict[str, Any]) -> None:
     path.write_text(HEADER + tomli_w.dumps(doc))
 
 
-def env_server_commands(spec: RunSpec) -> list[list[str]]:
-    """One ``vf-serve`` per environment, on the ports the config names."""
+def env_server_commands(spec: RunSpec, doc: dict[str, Any]) -> list[list[str]]:
+    """One ``vf-serve`` per environment, on the ports the config names, with the run's token budget and
+    scoring: prime-rl passes ``max_seq_len`` and ``score_rollouts`` only to env servers it spawns itself,
+    never to one at an ``address``, so the adapter starts ours with them (``resolved``)."""
     import json
 
+    seq_len, _ = resolved.seq_lens(doc)
+    scoring = "--score-rollouts" if resolved.score_rollouts(doc) else "--no-score-rollouts"
     cmds = []
     for e in spec.env:
         # The version pin is checked by validate (vf-serve serves what is installed).
@@ -182,6 +214,8 @@ def env_server_commands(spec: RunSpec) -> list[list[str]]:
             str(e.max_concurrent),
             "--workers",
             str(e.workers),
+            *(["--max-seq-len", str(seq_len)] if seq_len is not None else []),
+            scoring,
         ]
         if e.args:
             cmd += ["--env-args", json.dumps(e.args, sort_keys=True)]
@@ -193,13 +227,14 @@ def node_script(spec: RunSpec, doc: dict[str, Any]) -> str:
     """The per-node launcher: a node's role comes from its hostname's place in the rendered lists, so the
     inference base URLs in orchestrator.toml are right whatever order Slurm lists the nodes in."""
     gpus = int(doc.get("deployment", {}).get("gpus_per_node", 8))
-    infer = " ".join(spec.nodes.inference)
-    train = " ".join(spec.nodes.trainer)
+    # Hostnames are checked names (spec.Host); quoted all the same, as everything put into a script.
+    infer = " ".join(shlex.quote(h) for h in spec.nodes.inference)
+    train = " ".join(shlex.quote(h) for h in spec.nodes.trainer)
     serve = "\n".join(
         f'      {shlex.join(c)} > "$RUN_DIR/logs/vf-serve-{i}.log" 2>&1 &'
-        for i, c in enumerate(env_server_commands(spec))
+        for i, c in enumerate(env_server_commands(spec, doc))
     )
-    health = " ".join(f"{e.http_url}/health" for e in spec.env)
+    health = " ".join(shlex.quote(f"{e.http_url}/health") for e in spec.env)
     return f"""#!/usr/bin/env bash
 # Per-node launcher for the {spec.preset} preset (prime-rl {RELEASE}). Run on every node (the Slurm batch
 # file does: srun bash launch_node.sh). Roles by hostname:

@@ -8,12 +8,13 @@ check uses, the node hostnames of a multi-node preset and the custom loss packag
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from verifiers.training.prime_rl.release import RELEASE, RELEASE_COMMIT
 
@@ -27,6 +28,63 @@ LOSS_IMPORT_PATH = f"{LOSS_MODULE}.icepop_loss"
 LOSS_KWARGS: dict[str, float] = {"alpha": 0.5, "beta": 5.0, "ratio_floor": 1e-5}
 
 
+#: A plain name: what may go into generated code, shell scripts, batch files and paths under the run
+#: directory unquoted (environment ids, distribution names, Slurm job names).
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+#: An environment id (lower case, as distributions are named) and a version pin (PEP 440 characters).
+ENV_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
+VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.!+_-]{0,63}")
+#: A hostname (RFC 1123 labels) or node name.
+HOSTNAME = re.compile(
+    r"(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
+)
+#: A dotted Python import path (``module.function``).
+IMPORT_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+def _matching(pattern: re.Pattern[str], what: str) -> Any:
+    def check(value: str) -> str:
+        if not pattern.fullmatch(value):
+            raise ValueError(f"{value!r} is not {what}")
+        return value
+
+    return AfterValidator(check)
+
+
+def _host(value: str) -> str:
+    try:
+        ipaddress.ip_address(value)
+        return value
+    except ValueError:
+        pass
+    if not HOSTNAME.fullmatch(value):
+        raise ValueError(f"{value!r} is not a hostname or IP address")
+    return value
+
+
+EnvId = Annotated[str, _matching(ENV_ID, "an environment id (lower-case letters, digits, '.', '_', '-')")]
+Version = Annotated[
+    str, AfterValidator(lambda v: v if not v or VERSION.fullmatch(v) else _bad(v, "a version"))
+]
+Host = Annotated[str, AfterValidator(_host)]
+Name = Annotated[str, _matching(NAME, "a plain name (letters, digits, '.', '_', '-')")]
+ImportPath = Annotated[str, _matching(IMPORT_PATH, "a dotted import path (module.function)")]
+
+
+def _bad(value: str, what: str) -> str:
+    raise ValueError(f"{value!r} is not {what}")
+
+
+def spec_problems(exc: Exception) -> str:
+    """A ``vf-train.toml`` error as one line: each pydantic error as ``where: what``."""
+    if isinstance(exc, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'vf_train'}: {e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors()
+        )
+    return str(exc).replace("\n", " ")
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -34,13 +92,13 @@ class _Strict(BaseModel):
 class EnvEntry(_Strict):
     """One of our environments, served by ``vf-serve`` and mirrored by a bridge package."""
 
-    id: str
-    version: str = ""
+    id: EnvId
+    version: Version = ""
     ratio: float | None = Field(default=None, gt=0)
     args: dict[str, Any] = Field(default_factory=dict)
-    host: str = "127.0.0.1"
-    http_port: int
-    zmq_port: int
+    host: Host = "127.0.0.1"
+    http_port: int = Field(ge=1, le=65535)
+    zmq_port: int = Field(ge=1, le=65535)
     #: vf-serve's cap on rollouts in flight (its default, 256, would throttle a large batch) and its worker
     #: processes; render sets both from the preset's batch.
     max_concurrent: int = Field(default=256, ge=1)
@@ -71,22 +129,22 @@ class Nodes(_Strict):
     """Hostnames of a multi-node run, in Slurm order: inference nodes first, then trainer nodes (the
     orchestrator and the env servers run on the first trainer node)."""
 
-    inference: list[str] = Field(default_factory=list)
-    trainer: list[str] = Field(default_factory=list)
-    inference_port: int = 8000
+    inference: list[Host] = Field(default_factory=list)
+    trainer: list[Host] = Field(default_factory=list)
+    inference_port: int = Field(default=8000, ge=1, le=65535)
 
 
 class RunSpec(_Strict):
     preset: Preset
     release: str = RELEASE
     release_commit: str = RELEASE_COMMIT
-    model: str
+    model: str = Field(min_length=1)
     #: Longest prompt (tokens) the run expects; prompt + sampling.max_tokens must fit orchestrator.seq_len.
     prompt_budget: int = Field(gt=0)
     env: list[EnvEntry]
     nodes: Nodes = Field(default_factory=Nodes)
-    loss_distribution: str = LOSS_DISTRIBUTION
-    loss_import_path: str = LOSS_IMPORT_PATH
+    loss_distribution: Name = LOSS_DISTRIBUTION
+    loss_import_path: ImportPath = LOSS_IMPORT_PATH
 
     def write(self, out: Path) -> None:
         import tomli_w
@@ -107,7 +165,7 @@ def bridge_distribution(env_id: str) -> str:
 
 
 _ENV_ARG = re.compile(
-    r"^(?P<id>[A-Za-z0-9][A-Za-z0-9._-]*?)(?:@(?P<version>[^:]+))?(?::(?P<ratio>[0-9.eE+-]+))?$"
+    r"^(?P<id>[A-Za-z0-9][A-Za-z0-9._-]*?)(?:@(?P<version>[A-Za-z0-9][A-Za-z0-9.!+_-]*))?(?::(?P<ratio>[0-9.eE+-]+))?$"
 )
 
 

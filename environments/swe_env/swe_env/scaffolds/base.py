@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 import verifiers as vf
 from swe_env.grading import Grader, grade
+from swe_env.limits import sandbox_limits
 from swe_env.repo import RUNNER_DIR, prepare_repo
 from swe_env.task import SweTask, task_to_row
 from verifiers.errors import EnvError, InfraError, RewardFunctionError
@@ -52,6 +53,8 @@ class SweEnv(vf.SandboxEnv):
         max_timeouts: The rollout ends (and is graded) after this many command timeouts.
         wall_clock: Seconds the agent loop may take in all (then it ends and is graded); None: no limit.
         grade_timeout: Seconds the hidden test run may take (past it: an infra error).
+        limits: The sandbox limits (default: ``swe_env.limits.sandbox_limits(command_timeout)``, which
+            validation and the generator use too).
     """
 
     scaffold: ClassVar[str] = ""
@@ -87,9 +90,8 @@ class SweEnv(vf.SandboxEnv):
         self.wall_clock = wall_clock
         self.grade_timeout = grade_timeout
         rows = [task_to_row(t, i) for i, t in enumerate(tasks)]
-        limits = limits or SandboxLimits(
-            timeout_s=command_timeout, memory_mb=1024, cpu_s=600, max_procs=128, workspace_mb=512
-        )
+        # the same limits as validation and the generator (swe_env.limits)
+        limits = limits or sandbox_limits(command_timeout)
         super().__init__(
             eval_dataset=rows,
             backend=backend,

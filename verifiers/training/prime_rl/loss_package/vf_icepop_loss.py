@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 #: ``|log r|`` beyond this is clipped for the ``mismatch_kl`` metric only (as ``verifiers.training``).
 KL_LOG_RATIO_CLIP = 20.0
@@ -50,20 +51,44 @@ def _outputs(loss: torch.Tensor, metrics: dict[str, torch.Tensor]) -> Any:
     return PrimeLossOutputs(loss=loss, metrics=metrics)
 
 
+def check_kwargs(alpha: Any = 0.5, beta: Any = 5.0, ratio_floor: Any = 1e-5) -> tuple[float, float, float]:
+    """The loss's arguments, checked (no torch needed: ``vf-train validate`` calls this before a GPU
+    step would): ``0 < alpha <= 1 <= beta``, ``alpha < beta``, ``0 < ratio_floor < 1``, all finite numbers.
+    Returns them as floats; raises ``TypeError`` / ``ValueError`` naming the argument. An unknown keyword
+    is a ``TypeError`` too, as Python makes it."""
+    values = {"alpha": alpha, "beta": beta, "ratio_floor": ratio_floor}
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise TypeError(f"{name} must be a number, not {value!r}")
+        if not math.isfinite(value):
+            raise ValueError(f"{name} must be finite, not {value!r}")
+    a, b, floor = float(alpha), float(beta), float(ratio_floor)
+    if not 0 < a <= 1:
+        raise ValueError(
+            f"alpha must be in (0, 1] (tokens with ratio < alpha get no gradient), not {alpha!r}"
+        )
+    if not (b >= 1 and b > a):
+        raise ValueError(
+            f"beta must be >= 1 and > alpha {alpha!r} (tokens with ratio > beta get no gradient), not {beta!r}"
+        )
+    if not 0 < floor < 1:
+        raise ValueError(
+            f"ratio_floor must be in (0, 1) (a sample with a smaller ratio is dropped), not {ratio_floor!r}"
+        )
+    return a, b, floor
+
+
 def _log_bounds(alpha: float, beta: float, ratio_floor: float) -> tuple[float, float, float]:
-    if not (alpha > 0 and math.isfinite(alpha)):
-        raise ValueError(f"alpha must be a positive number, got {alpha}")
-    if not (beta >= alpha and math.isfinite(beta)):
-        raise ValueError(f"beta must be a finite number >= alpha, got {beta} (alpha={alpha})")
-    if not (ratio_floor >= 0 and math.isfinite(ratio_floor)):
-        raise ValueError(f"ratio_floor must be >= 0, got {ratio_floor}")
-    return math.log(alpha), math.log(beta), math.log(ratio_floor) if ratio_floor > 0 else -math.inf
+    a, b, floor = check_kwargs(alpha, beta, ratio_floor)
+    return math.log(a), math.log(b), math.log(floor)
 
 
 def icepop_loss(inputs: Any, alpha: float = 0.5, beta: float = 5.0, ratio_floor: float = 1e-5) -> Any:
     """One sample's loss. ``inputs`` is prime-rl's ``LossInputs``: ``trainer_logprobs``,
     ``inference_logprobs``, ``advantages`` (per token) and ``loss_mask`` (bool), all of shape ``(seq,)``;
     ``teacher_logprobs`` is ignored."""
+    import torch
+
     new: torch.Tensor = inputs.trainer_logprobs
     old = inputs.inference_logprobs.detach().to(new.dtype)
     adv = inputs.advantages.detach().to(new.dtype)
