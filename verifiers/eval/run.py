@@ -368,7 +368,7 @@ async def run_eval(
         if directory.is_locked:
             return
         directory.lock()
-        if directory.has_results() or directory.metadata_path.exists():
+        if directory.has_results() or directory.has_metadata():
             directory.unlock()
             raise FileExistsError(
                 f"{directory.path} already holds a run (another run started there meanwhile); choose "
