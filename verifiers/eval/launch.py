@@ -268,6 +268,7 @@ async def run_config(
         max_tokens_limit=config.max_tokens_limit,
         base_url=base_url,
         ray=config.ray,
+        max_rollouts=config.max_rollouts,
     )
 
 

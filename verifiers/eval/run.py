@@ -16,6 +16,7 @@ from verifiers.clients import Client
 from verifiers.clients.sampling import cap_max_tokens
 from verifiers.errors import ErrorCategory
 from verifiers.eval.concurrency import AdaptiveLimit, MaxConcurrent, make_limit
+from verifiers.eval.config import check_run_size, default_max_rollouts
 from verifiers.eval.distributed import RayOptions, RayReport, ray_options, schedule_ray
 from verifiers.eval.engine import GroupPlan, ProgressCallback, RolloutEnv, RunProgress, ScoreMode, schedule
 from verifiers.eval.metrics import RunAggregate
@@ -176,6 +177,7 @@ async def run_eval(
     max_tokens_limit: int | None = None,
     base_url: str | list[str] | None = None,
     ray: RayOptions | str | bool | None = None,
+    max_rollouts: int | None = None,
 ) -> EvalRun:
     """Run (or, with ``resume``, complete) an evaluation of ``env`` and keep its run directory.
 
@@ -197,10 +199,17 @@ async def run_eval(
     recorded in ``metadata.extra["concurrency"]``). ``ray`` runs the groups on Ray actors
     (``verifiers.eval.distributed``): this process stays the single writer of the run directory, and
     ``metadata.extra["ray"]`` records the actors and the groups each node ran; ``on_group`` then gets
-    each group's records (the same ``error`` / ``reward`` keys as states)."""
+    each group's records (the same ``error`` / ``reward`` keys as states).
+
+    ``max_rollouts`` bounds the rows × ``rollouts_per_example`` the run plans (``None``: the default,
+    ``verifiers.eval.config.default_max_rollouts``); a larger run raises ``ConfigError`` before any
+    request, file or plan is made."""
     if rollouts_per_example < 1:
         raise ValueError("rollouts_per_example must be at least 1")
+    limit_rollouts = max_rollouts if max_rollouts is not None else default_max_rollouts()
+    check_run_size(num_examples, rollouts_per_example, limit_rollouts)
     rows = env.select_rows(num_examples, seed=seed, shuffle=shuffle)
+    check_run_size(len(rows), rollouts_per_example, limit_rollouts)
     families = {
         name: cap_max_tokens(args, max_tokens_limit)
         for name, args in env.sampling_families(sampling_args).items()
