@@ -3,27 +3,14 @@
 Rules:
 - scopes nest: ``admin`` ⊇ ``publish`` ⊇ ``read``; ``admin`` only counts for users flagged admin, and an
   admin token may do everything below in every namespace;
-- a user's own namespace is theirs as an organisation is its ``owner``'s; in an organisation each member
-  has one role (``ROLES``), and what a role may do is this matrix (docs/hub.md prints it):
-
-  ====================================================  =======  =======  =======  ======
-  in a namespace (with a ``publish`` token; reads: any)  owner    admin    member   grant
-  ====================================================  =======  =======  =======  ======
-  read its private environments and their runs           yes      yes      yes      [1]
-  publish versions (a new environment too), edit the     yes      yes      yes      no
-  description and tags, push eval runs and set their
-  visibility
-  yank / unyank, change an environment's visibility,     yes      yes      no       no
-  share it with a user or unshare it (read grants)
-  list the organisation's members                        yes      yes      yes      no
-  add or remove members and admins, change their role    yes      yes      no       no
-  add, remove or demote an owner                         yes      no       no       no
-  leave (remove yourself)                                yes [2]  yes      yes      —
-  delete environments and versions                       hub admins only
-  ====================================================  =======  =======  =======  ======
-
-  [1] a read grant (``services.sharing``) lets one user read one private environment — its pages,
-  versions, index page, files and *public* eval runs — like a public one; [2] never the last owner;
+- roles (``ROLES``): a user owns its own namespace; in an organisation every member (any role) reads its
+  private environments and runs, publishes (new environments too), edits descriptions and tags, and pushes
+  eval runs and sets their visibility (``can_publish_to``); owners and admins also yank, change an
+  environment's visibility, share it (read grants) and manage members (``can_manage``); owners alone
+  add, remove or demote owners, and an organisation keeps one (``services.members``); deleting is for hub
+  admins. docs/hub.md ("Roles and read grants") prints the whole matrix;
+- a read grant (``services.sharing``) lets one user read one private environment, and its public eval
+  runs, as if it were public (``can_read_environment``), and nothing more;
 - a private environment the caller may not read is reported as *not found*, never as forbidden; one it
   may read but not change is a 403 saying which role it needs;
 - a presented but invalid, expired or revoked token is a 401 even where no token is needed;

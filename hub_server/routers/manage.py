@@ -75,7 +75,9 @@ def visibility_form(
             hub, principal, owner, name, schemas.EnvironmentUpdate(visibility=visibility)
         )
     except services.HubError as exc:
-        return _settings(request, hub, principal, owner, name, form_error=exc.detail, status_code=exc.status_code)
+        return _settings(
+            request, hub, principal, owner, name, form_error=exc.detail, status_code=exc.status_code
+        )
     return RedirectResponse(_settings_url(owner, name), status_code=303)
 
 
@@ -93,7 +95,13 @@ def share_form(
         sharing.share(hub, principal, owner, name, username.strip())
     except services.HubError as exc:
         return _settings(
-            request, hub, principal, owner, name, form_error=exc.detail, status_code=exc.status_code,
+            request,
+            hub,
+            principal,
+            owner,
+            name,
+            form_error=exc.detail,
+            status_code=exc.status_code,
             username=username,
         )
     return RedirectResponse(_settings_url(owner, name), status_code=303)
@@ -107,7 +115,9 @@ def unshare_form(
     try:
         sharing.unshare(hub, principal, owner, name, username)
     except services.HubError as exc:
-        return _settings(request, hub, principal, owner, name, form_error=exc.detail, status_code=exc.status_code)
+        return _settings(
+            request, hub, principal, owner, name, form_error=exc.detail, status_code=exc.status_code
+        )
     return RedirectResponse(_settings_url(owner, name), status_code=303)
 
 

@@ -26,7 +26,6 @@ from hub_server.services.environments import (
 )
 from hub_server.services.errors import HubError
 from hub_server.services.evals import add_eval, list_evals
-from hub_server.services.members import add_member, list_members, remove_member, set_role
 from hub_server.services.lookups import (
     find_user,
     get_environment,
@@ -34,6 +33,7 @@ from hub_server.services.lookups import (
     get_version,
     uploader_name,
 )
+from hub_server.services.members import add_member, list_members, remove_member, set_role
 from hub_server.services.publishing import Upload, collect_garbage, precheck_publish, publish
 from hub_server.services.sharing import list_grants, share, unshare
 from hub_server.services.tokens import create_token, list_tokens, revoke_token

@@ -50,9 +50,7 @@ def _check_publish(principal: Principal | None, env: Environment) -> Principal:
     if not principal.has("publish"):
         raise HubError(403, "this token lacks the publish scope; create one with `--scope publish`")
     if not principal.can_publish_to(env.owner_id):
-        raise HubError(
-            403, f"you may not change {env.full_name}; it needs a publish token of its namespace"
-        )
+        raise HubError(403, f"you may not change {env.full_name}; it needs a publish token of its namespace")
     return principal
 
 

@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from hub_server import schemas
-from hub_server.auth import MANAGING_ROLES, ROLES, Principal
+from hub_server.auth import MANAGING_ROLES, ROLES, Principal, Role
 from hub_server.changes import bump_catalogue
 from hub_server.context import Hub
 from hub_server.models import Membership, Owner, User
@@ -22,7 +22,7 @@ from hub_server.services.errors import HubError
 from hub_server.services.lookups import find_user
 
 
-def check_role(role: str) -> str:
+def check_role(role: str) -> Role:
     if role not in ROLES:
         raise HubError(422, f"unknown role {role!r}: use one of {', '.join(ROLES)}")
     return role
@@ -43,7 +43,9 @@ def _user(session: Session, username: str) -> User:
 
 
 def _membership(session: Session, org: Owner, user: User) -> Membership | None:
-    return session.scalar(select(Membership).where(Membership.org_id == org.id, Membership.user_id == user.id))
+    return session.scalar(
+        select(Membership).where(Membership.org_id == org.id, Membership.user_id == user.id)
+    )
 
 
 def _role_of(session: Session, org: Owner, principal: Principal) -> str | None:
@@ -100,9 +102,9 @@ def list_members(session: Session, actor: Principal | None, org: str) -> list[sc
         .join(Owner, Owner.id == User.owner_id)
         .where(Membership.org_id == org_row.id)
     ).all()
-    order = {role: i for i, role in enumerate(ROLES)}
+    order: dict[str, int] = {role: i for i, role in enumerate(ROLES)}
     return [
-        schemas.MemberOut(username=name, role=role)
+        schemas.MemberOut(username=name, role=check_role(role))
         for name, role in sorted(rows, key=lambda r: (order.get(r[1], len(ROLES)), r[0]))
     ]
 
@@ -111,7 +113,7 @@ def add_member(
     hub: Hub, org: str, username: str, role: str = "member", *, actor: Principal | None = None
 ) -> schemas.MemberOut:
     """Add ``username`` to ``org`` with ``role``; 409 if it is a member already (``set_role`` changes that)."""
-    check_role(role)
+    checked = check_role(role)
     try:
         with hub.db.write() as session:
             org_row, user = get_org(session, org), _user(session, username)
@@ -119,10 +121,10 @@ def add_member(
             existing = _membership(session, org_row, user)
             if existing is not None:
                 raise _already(org_row.name, user.username, existing.role)
-            session.add(Membership(org_id=org_row.id, user_id=user.id, role=role))
+            session.add(Membership(org_id=org_row.id, user_id=user.id, role=checked))
             session.flush()  # a concurrent add of the same member fails here, inside the try
             bump_catalogue(session)  # the member's cached principals gain a namespace
-            return schemas.MemberOut(username=user.username, role=role)
+            return schemas.MemberOut(username=user.username, role=checked)
     except IntegrityError:
         with hub.db.read() as session:
             org_row, user = get_org(session, org), _user(session, username)
@@ -167,12 +169,13 @@ def put_member(
 def _change_role(
     session: Session, org: Owner, actor: Principal | None, user: User, membership: Membership, role: str
 ) -> schemas.MemberOut:
-    _check_change(session, org, actor, user, membership.role, role)
-    _keep_an_owner(session, org, membership.role, role, user.username)
-    if membership.role != role:
-        membership.role = role
+    checked = check_role(role)
+    _check_change(session, org, actor, user, membership.role, checked)
+    _keep_an_owner(session, org, membership.role, checked, user.username)
+    if membership.role != checked:
+        membership.role = checked
         bump_catalogue(session)  # what the member may manage changed
-    return schemas.MemberOut(username=user.username, role=role)  # type: ignore[arg-type]
+    return schemas.MemberOut(username=user.username, role=checked)
 
 
 def remove_member(hub: Hub, org: str, username: str, *, actor: Principal | None = None) -> None:

@@ -65,7 +65,9 @@ def _grants(session: Session, env: Environment, user_id: int | None = None) -> l
     ]
 
 
-def list_grants(session: Session, principal: Principal | None, owner: str, name: str) -> list[wire.ReadGrantInfo]:
+def list_grants(
+    session: Session, principal: Principal | None, owner: str, name: str
+) -> list[wire.ReadGrantInfo]:
     """The users ``owner/name`` is shared with, by name (owners and admins of its namespace)."""
     env = _managed(session, principal, owner, name, "list the read grants of")
     return _grants(session, env)

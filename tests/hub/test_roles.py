@@ -80,8 +80,15 @@ def test_a_member_publishes_and_pushes_runs_but_changes_nothing_else(
 def test_a_users_own_namespace_is_theirs_to_manage(client: TestClient, actors: Actors) -> None:
     alice = Actors.auth(actors.alice)
     assert publish(client, actors.alice, *Dist().pair(), visibility="private").status_code == 201
-    assert client.patch(f"{API}/environments/alice/demo-env", json={"visibility": "public"}, headers=alice).status_code == 200
-    assert publish(client, actors.alice, *Dist(version="0.2.0").pair(), visibility="private").status_code == 201
+    assert (
+        client.patch(
+            f"{API}/environments/alice/demo-env", json={"visibility": "public"}, headers=alice
+        ).status_code
+        == 200
+    )
+    assert (
+        publish(client, actors.alice, *Dist(version="0.2.0").pair(), visibility="private").status_code == 201
+    )
     assert client.get("/simple/demo-env/").status_code == 404
 
 
@@ -99,7 +106,9 @@ def test_members_are_listed_with_roles_for_members_only(
     assert client.get(MEMBERS, headers=Actors.auth(actors.root)).status_code == 200
     assert client.get(MEMBERS).status_code == 401
     assert client.get(f"{API}/orgs/nowhere/members", headers=team["bob"]).status_code == 404
-    assert client.get(f"{API}/orgs/alice/members", headers=team["bob"]).status_code == 404  # a user, not an org
+    assert (
+        client.get(f"{API}/orgs/alice/members", headers=team["bob"]).status_code == 404
+    )  # a user, not an org
 
 
 def test_who_may_change_whose_membership(client: TestClient, team: dict[str, dict[str, str]]) -> None:

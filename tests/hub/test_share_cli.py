@@ -16,7 +16,17 @@ from tests.hub.test_e2e import make_project, vf_push
 
 def _pip_install(python: Path, index: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(python), "-m", "pip", "install", "--no-cache-dir", "--no-deps", "--index-url", index, "demo-env"],
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--no-cache-dir",
+            "--no-deps",
+            "--index-url",
+            index,
+            "demo-env",
+        ],
         capture_output=True,
         text=True,
         env=clean_pip_env(),
@@ -24,7 +34,11 @@ def _pip_install(python: Path, index: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_private_push_share_install_unshare_make_public(
-    live_hub: LiveHub, actors: Actors, config: Path, tmp_path: Path, make_venv: Callable[[str], Path]  # noqa: F811
+    live_hub: LiveHub,
+    actors: Actors,
+    config: Path,  # noqa: F811 (the fixture imported above)
+    tmp_path: Path,
+    make_venv: Callable[[str], Path],
 ) -> None:
     url = live_hub.url
     host = url.removeprefix("http://")
@@ -36,7 +50,9 @@ def test_private_push_share_install_unshare_make_public(
         "published alice/demo-env 0.1.0 (private: only members of alice and the users it is shared with can "
         "read or install it)"
     ) in lines, pushed.stdout
-    assert f"       or: pip install --index-url http://__token__:<token>@{host}/simple/ demo-env==0.1.0" in lines
+    assert (
+        f"       or: pip install --index-url http://__token__:<token>@{host}/simple/ demo-env==0.1.0" in lines
+    )
     assert "  share it: vf-hub env share alice/demo-env USER" in lines
     assert actors.alice not in pushed.stdout + pushed.stderr  # the token itself is never printed
 
@@ -57,15 +73,29 @@ def test_private_push_share_install_unshare_make_public(
     assert "Successfully installed demo-env-0.1.0" in installed.stdout
 
     # bob may not share it on, nor change it
-    refused = one_line_error(vf_hub("env", "share", "alice/demo-env", "root", "--url", url, "--token", actors.bob, config=config))
+    refused = one_line_error(
+        vf_hub("env", "share", "alice/demo-env", "root", "--url", url, "--token", actors.bob, config=config)
+    )
     assert "HTTP 403" in refused
     refused = one_line_error(
-        vf_hub("env", "visibility", "alice/demo-env", "public", "--url", url, "--token", actors.bob, config=config)
+        vf_hub(
+            "env",
+            "visibility",
+            "alice/demo-env",
+            "public",
+            "--url",
+            url,
+            "--token",
+            actors.bob,
+            config=config,
+        )
     )
     assert "HTTP 403" in refused
 
     done = vf_hub("env", "unshare", "alice/demo-env", "bob", *as_alice, config=config)
-    assert done.returncode == 0 and done.stdout == "alice/demo-env is no longer shared with bob\n", done.stdout
+    assert done.returncode == 0 and done.stdout == "alice/demo-env is no longer shared with bob\n", (
+        done.stdout
+    )
     again = _pip_install(make_venv("bob-again"), f"http://__token__:{actors.bob}@{host}/simple/")
     assert again.returncode != 0, again.stdout
     missing = one_line_error(vf_hub("env", "unshare", "alice/demo-env", "bob", *as_alice, config=config))
@@ -81,9 +111,21 @@ def test_private_push_share_install_unshare_make_public(
 
 
 def test_env_verbs_need_a_token_and_say_so(live_hub: LiveHub, actors: Actors, config: Path) -> None:  # noqa: F811
-    missing = one_line_error(vf_hub("env", "share", "alice/demo-env", "bob", "--url", live_hub.url, config=config))
+    missing = one_line_error(
+        vf_hub("env", "share", "alice/demo-env", "bob", "--url", live_hub.url, config=config)
+    )
     assert "no hub token" in missing
     refused = one_line_error(
-        vf_hub("env", "share", "alice/no-such-env", "bob", "--url", live_hub.url, "--token", actors.alice, config=config)
+        vf_hub(
+            "env",
+            "share",
+            "alice/no-such-env",
+            "bob",
+            "--url",
+            live_hub.url,
+            "--token",
+            actors.alice,
+            config=config,
+        )
     )
     assert "HTTP 404" in refused

@@ -54,7 +54,9 @@ def _private_env_with_runs(client: TestClient, actors: Actors) -> tuple[int, int
     content_hash = client.get(ENV, headers=alice).json()["versions"][0]["content_hash"]
     ids = []
     for key, visibility in (("run-public-0001", "public"), ("run-private-001", "private")):
-        body = run_body(content_hash, run_key=key, visibility=visibility, num_examples=1, rollouts_per_example=1)
+        body = run_body(
+            content_hash, run_key=key, visibility=visibility, num_examples=1, rollouts_per_example=1
+        )
         run = client.post(f"{ENV}/runs", json=body, headers=alice)
         assert run.status_code == 201, run.text
         run_id = run.json()["id"]
@@ -127,7 +129,11 @@ def test_a_read_grant_opens_every_read_path_to_its_user_alone(
 
 
 def test_a_revoked_grant_is_a_404_at_once_on_every_worker_whatever_was_cached(
-    settings: HubSettings, app, client: TestClient, hub: Hub, actors: Actors  # type: ignore[no-untyped-def]
+    settings: HubSettings,
+    app,
+    client: TestClient,
+    hub: Hub,
+    actors: Actors,  # type: ignore[no-untyped-def]
 ) -> None:
     assert publish(client, actors.alice, *Dist().pair(), visibility="private").status_code == 201
     alice, bob = Actors.auth(actors.alice), Actors.auth(actors.bob)
@@ -153,19 +159,36 @@ def test_a_revoked_grant_is_a_404_at_once_on_every_worker_whatever_was_cached(
 
 
 def test_signed_in_answers_are_kept_per_set_of_grants(
-    app, client: TestClient, hub: Hub, actors: Actors  # type: ignore[no-untyped-def]
+    app,
+    client: TestClient,
+    hub: Hub,
+    actors: Actors,  # type: ignore[no-untyped-def]
 ) -> None:
     """Two callers in the same namespaces but with different grants never share a kept answer."""
     for name in ("demo-env", "other-env"):
-        r = publish(client, actors.alice, *Dist(name=name).pair(), owner="lab", name=name, visibility="private")
+        r = publish(
+            client, actors.alice, *Dist(name=name).pair(), owner="lab", name=name, visibility="private"
+        )
         assert r.status_code == 201
     services.create_user(hub, "dave")
     for user in ("bob", "dave"):
         services.add_member(hub, "lab", user)  # both read lab's environments ...
     services.create_org(hub, "other", ["alice"])
-    r = publish(client, actors.alice, *Dist(name="third-env").pair(), owner="other", name="third-env", visibility="private")
+    r = publish(
+        client,
+        actors.alice,
+        *Dist(name="third-env").pair(),
+        owner="other",
+        name="third-env",
+        visibility="private",
+    )
     assert r.status_code == 201
-    assert client.put(f"{API}/environments/other/third-env/grants/bob", headers=Actors.auth(actors.alice)).status_code == 200
+    assert (
+        client.put(
+            f"{API}/environments/other/third-env/grants/bob", headers=Actors.auth(actors.alice)
+        ).status_code
+        == 200
+    )
     dave = services.create_token(hub, "dave", scopes=["read"])[0]
     url = f"{API}/environments?sort=name"
     seen: dict[str, list[str]] = {}
@@ -207,7 +230,12 @@ def test_only_owners_and_admins_of_the_namespace_manage_grants(
     assert client.delete(f"{lab}/erin", headers=Actors.auth(carol)).status_code == 204
     assert client.get(lab, headers=Actors.auth(actors.alice)).json() == []
     # someone who may not read it gets the 404 of every read path
-    assert client.put(f"{API}/environments/lab/demo-env/grants/erin", headers=Actors.auth(_carol_like(hub))).status_code == 404
+    assert (
+        client.put(
+            f"{API}/environments/lab/demo-env/grants/erin", headers=Actors.auth(_carol_like(hub))
+        ).status_code
+        == 404
+    )
 
 
 def _carol_like(hub: Hub) -> str:

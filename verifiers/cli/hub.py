@@ -292,7 +292,9 @@ def env_share(env: EnvArg, user: UserArg, url: Url = None, token: Token = None) 
     typer.echo(f"  {grant.username} installs it with a token of theirs: vf-install {grant.environment}")
     typer.echo(f"    or: pip install --index-url {index} {detail.name}")
     if detail.visibility == "public":
-        typer.echo(f"note: {grant.environment} is public, so anyone reads it; the grant counts while it is private")
+        typer.echo(
+            f"note: {grant.environment} is public, so anyone reads it; the grant counts while it is private"
+        )
 
 
 @env_app.command("unshare")
@@ -329,7 +331,9 @@ def env_grants(env: EnvArg, url: Url = None, token: Token = None, json_output: J
         for g in grants:
             typer.echo(f"{g.username:<{width}}  {g.granted_by or '-':<{by}}  {g.created_at:%Y-%m-%d}")
     if detail.visibility == "public":
-        typer.echo(f"note: {detail.full_name} is public, so anyone reads it; grants count while it is private")
+        typer.echo(
+            f"note: {detail.full_name} is public, so anyone reads it; grants count while it is private"
+        )
 
 
 @run_app.command("visibility")

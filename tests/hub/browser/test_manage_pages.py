@@ -140,7 +140,10 @@ def test_both_pages_fit_a_phone(team: Site, alice: Any) -> None:
     services.share(team.hub, team.hub.principal(team.alice), "alice", "team-env", "carol")
     page.set_viewport_size(PHONE)
     try:
-        for path, name in (("/alice/team-env/settings", "settings-mobile"), ("/account/orgs/crew", "members-mobile")):
+        for path, name in (
+            ("/alice/team-env/settings", "settings-mobile"),
+            ("/account/orgs/crew", "members-mobile"),
+        ):
             page.goto(team.url + path)
             assert _overflow(page) == [], path
             shot(page, name)
