@@ -9,6 +9,7 @@ otherwise take these paths.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Form, Path, Request
@@ -31,6 +32,23 @@ Username = Annotated[str, Path(min_length=1, max_length=64)]
 
 def _settings_url(owner: str, name: str) -> str:
     return f"/{owner.lower()}/{name}/settings"
+
+
+def _acted(
+    change: Callable[[], object], refused: Callable[[services.HubError], Response], done: str
+) -> Response:
+    """A form's change made: back to its page (303); refused: the page again, with the hub's reason."""
+    try:
+        change()
+    except services.HubError as exc:
+        return refused(exc)
+    return RedirectResponse(done, status_code=303)
+
+
+def _refusal(
+    page: Callable[..., HTMLResponse], *args: Any, **extra: Any
+) -> Callable[[services.HubError], Response]:
+    return lambda exc: page(*args, form_error=exc.detail, status_code=exc.status_code, **extra)
 
 
 def _settings(
@@ -70,15 +88,12 @@ def visibility_form(
     token: Token = "",
 ) -> Response:
     principal = form_principal(request, hub, token)
-    try:
-        services.update_environment(
-            hub, principal, owner, name, schemas.EnvironmentUpdate(visibility=visibility)
-        )
-    except services.HubError as exc:
-        return _settings(
-            request, hub, principal, owner, name, form_error=exc.detail, status_code=exc.status_code
-        )
-    return RedirectResponse(_settings_url(owner, name), status_code=303)
+    body = schemas.EnvironmentUpdate(visibility=visibility)
+    return _acted(
+        lambda: services.update_environment(hub, principal, owner, name, body),
+        _refusal(_settings, request, hub, principal, owner, name),
+        _settings_url(owner, name),
+    )
 
 
 @router.post("/{owner}/{name}/settings/grants", response_model=None)
@@ -91,20 +106,11 @@ def share_form(
     token: Token = "",
 ) -> Response:
     principal = form_principal(request, hub, token)
-    try:
-        sharing.share(hub, principal, owner, name, username.strip())
-    except services.HubError as exc:
-        return _settings(
-            request,
-            hub,
-            principal,
-            owner,
-            name,
-            form_error=exc.detail,
-            status_code=exc.status_code,
-            username=username,
-        )
-    return RedirectResponse(_settings_url(owner, name), status_code=303)
+    return _acted(
+        lambda: sharing.share(hub, principal, owner, name, username.strip()),
+        _refusal(_settings, request, hub, principal, owner, name, username=username),
+        _settings_url(owner, name),
+    )
 
 
 @router.post("/{owner}/{name}/settings/grants/{username}/remove", response_model=None)
@@ -112,13 +118,11 @@ def unshare_form(
     request: Request, hub: HubDep, owner: str, name: str, username: Username, token: Token = ""
 ) -> Response:
     principal = form_principal(request, hub, token)
-    try:
-        sharing.unshare(hub, principal, owner, name, username)
-    except services.HubError as exc:
-        return _settings(
-            request, hub, principal, owner, name, form_error=exc.detail, status_code=exc.status_code
-        )
-    return RedirectResponse(_settings_url(owner, name), status_code=303)
+    return _acted(
+        lambda: sharing.unshare(hub, principal, owner, name, username),
+        _refusal(_settings, request, hub, principal, owner, name),
+        _settings_url(owner, name),
+    )
 
 
 # --- an organisation's members ---------------------------------------------------------------------------
@@ -164,11 +168,11 @@ def add_member_form(
     token: Token = "",
 ) -> Response:
     principal = form_principal(request, hub, token)
-    try:
-        members.add_member(hub, org, username.strip(), role, actor=principal)
-    except services.HubError as exc:
-        return _members(request, hub, principal, org, form_error=exc.detail, status_code=exc.status_code)
-    return RedirectResponse(_members_url(org), status_code=303)
+    return _acted(
+        lambda: members.add_member(hub, org, username.strip(), role, actor=principal),
+        _refusal(_members, request, hub, principal, org),
+        _members_url(org),
+    )
 
 
 @router.post("/account/orgs/{org}/members/{username}/role", response_model=None)
@@ -181,11 +185,11 @@ def role_form(
     token: Token = "",
 ) -> Response:
     principal = form_principal(request, hub, token)
-    try:
-        members.set_role(hub, org, username, role, actor=principal)
-    except services.HubError as exc:
-        return _members(request, hub, principal, org, form_error=exc.detail, status_code=exc.status_code)
-    return RedirectResponse(_members_url(org), status_code=303)
+    return _acted(
+        lambda: members.set_role(hub, org, username, role, actor=principal),
+        _refusal(_members, request, hub, principal, org),
+        _members_url(org),
+    )
 
 
 @router.post("/account/orgs/{org}/members/{username}/remove", response_model=None)
@@ -193,10 +197,10 @@ def remove_member_form(
     request: Request, hub: HubDep, org: Username, username: Username, token: Token = ""
 ) -> Response:
     principal = form_principal(request, hub, token)
-    try:
-        members.remove_member(hub, org, username, actor=principal)
-    except services.HubError as exc:
-        return _members(request, hub, principal, org, form_error=exc.detail, status_code=exc.status_code)
-    if username.lower() == principal.username:  # left the organisation: its page is no longer theirs
-        return RedirectResponse("/account", status_code=303)
-    return RedirectResponse(_members_url(org), status_code=303)
+    # having left the organisation, its page is no longer theirs: back to the account page
+    left = username.lower() == principal.username
+    return _acted(
+        lambda: members.remove_member(hub, org, username, actor=principal),
+        _refusal(_members, request, hub, principal, org),
+        "/account" if left else _members_url(org),
+    )

@@ -48,6 +48,19 @@ def _membership(session: Session, org: Owner, user: User) -> Membership | None:
     )
 
 
+def _found(session: Session, org: str, username: str) -> tuple[Owner, User, Membership | None]:
+    """The organisation, the user (404 for either when absent) and the user's membership, if any."""
+    org_row, user = get_org(session, org), _user(session, username)
+    return org_row, user, _membership(session, org_row, user)
+
+
+def _member(session: Session, org: str, username: str) -> tuple[Owner, User, Membership]:
+    org_row, user, membership = _found(session, org, username)
+    if membership is None:
+        raise HubError(404, f"{user.username} is not a member of {org_row.name}")
+    return org_row, user, membership
+
+
 def _role_of(session: Session, org: Owner, principal: Principal) -> str | None:
     """The caller's role in ``org`` (a hub admin's token counts as an owner's), or None."""
     if principal.has("admin"):
@@ -116,9 +129,8 @@ def add_member(
     checked = check_role(role)
     try:
         with hub.db.write() as session:
-            org_row, user = get_org(session, org), _user(session, username)
+            org_row, user, existing = _found(session, org, username)
             _check_change(session, org_row, actor, user, None, role)
-            existing = _membership(session, org_row, user)
             if existing is not None:
                 raise _already(org_row.name, user.username, existing.role)
             session.add(Membership(org_id=org_row.id, user_id=user.id, role=checked))
@@ -127,8 +139,7 @@ def add_member(
             return schemas.MemberOut(username=user.username, role=checked)
     except IntegrityError:
         with hub.db.read() as session:
-            org_row, user = get_org(session, org), _user(session, username)
-            existing = _membership(session, org_row, user)
+            org_row, user, existing = _found(session, org, username)
         raise _already(org_row.name, user.username, existing.role if existing else role) from None
 
 
@@ -146,11 +157,7 @@ def set_role(
     """Change a member's role (404 for someone who is not a member)."""
     check_role(role)
     with hub.db.write() as session:
-        org_row, user = get_org(session, org), _user(session, username)
-        membership = _membership(session, org_row, user)
-        if membership is None:
-            raise _not_member(org_row.name, user.username)
-        return _change_role(session, org_row, actor, user, membership, role)
+        return _change_role(session, actor, *_member(session, org, username), role)
 
 
 def put_member(
@@ -159,15 +166,14 @@ def put_member(
     """``PUT /orgs/{org}/members/{user}``: add ``username`` with ``role``, or give a member that role."""
     check_role(role)
     with hub.db.write() as session:
-        org_row, user = get_org(session, org), _user(session, username)
-        membership = _membership(session, org_row, user)
+        org_row, user, membership = _found(session, org, username)
         if membership is not None:
-            return _change_role(session, org_row, actor, user, membership, role)
+            return _change_role(session, actor, org_row, user, membership, role)
     return add_member(hub, org, username, role, actor=actor)
 
 
 def _change_role(
-    session: Session, org: Owner, actor: Principal | None, user: User, membership: Membership, role: str
+    session: Session, actor: Principal | None, org: Owner, user: User, membership: Membership, role: str
 ) -> schemas.MemberOut:
     checked = check_role(role)
     _check_change(session, org, actor, user, membership.role, checked)
@@ -181,18 +187,11 @@ def _change_role(
 def remove_member(hub: Hub, org: str, username: str, *, actor: Principal | None = None) -> None:
     """Take ``username`` out of ``org``: its tokens lose the namespace from the next request on."""
     with hub.db.write() as session:
-        org_row, user = get_org(session, org), _user(session, username)
-        membership = _membership(session, org_row, user)
-        if membership is None:
-            raise _not_member(org_row.name, user.username)
+        org_row, user, membership = _member(session, org, username)
         _check_change(session, org_row, actor, user, membership.role, None)
         _keep_an_owner(session, org_row, membership.role, None, user.username)
         session.delete(membership)
         bump_catalogue(session)
-
-
-def _not_member(org: str, username: str) -> HubError:
-    return HubError(404, f"{username} is not a member of {org}")
 
 
 def organisations_of(session: Session, principal: Principal) -> list[tuple[str, str]]:
