@@ -25,7 +25,6 @@ from hub_server.services.environments import replace_tags
 from hub_server.services.errors import HubError
 from hub_server.services.lookups import environment_named, get_owner
 from hub_server.services.names import check_first_publish, check_reserved
-from hub_server.services.smoke import queue_smoke_check
 from hub_server.simple_index import bump_generation
 from hub_server.validation import InspectedUpload, UploadError, inspect_upload
 
@@ -134,7 +133,7 @@ def publish(
             for key in keys.values():
                 hub.blobs.delete(key)
     hub.index.clear()
-    queue_smoke_check(hub, version_id)  # in the background; it never fails the publish
+    hub.smoke_checks().queue(version_id)  # in the background; it never fails the publish
     with hub.db.read() as session:
         env_row = session.get(Environment, env_id)
         ver_row = session.get(VersionRow, version_id)
