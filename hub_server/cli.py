@@ -189,7 +189,7 @@ def serve(
     os.environ["VF_HUB_WORKERS"] = str(workers)  # each worker sizes its pool by the number of workers
     if trusted_proxy:
         os.environ["VF_HUB_TRUSTED_PROXIES"] = ",".join(trusted_proxy)
-    # Smoke checks fetch requirements beyond the SDK from this hub's own index (vf-smoke, run by hub_server.services.smoke).
+    # Smoke checks fetch requirements beyond the SDK from this hub's own index (vf-smoke, run by hub_server.smoke_checks).
     local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     os.environ.setdefault("VF_HUB_SMOKE_INDEX_URL", f"http://{local}:{port}/simple/")
     scratch: Path | None = None  # the demo's own temporary data dir, removed on the way out

@@ -336,7 +336,7 @@ class HubState(Base):
 
 
 class SmokeCheck(Base):
-    """The publish-time smoke check of one version (``hub_server.services.smoke``): queued, running, then passed,
+    """The publish-time smoke check of one version (``hub_server.smoke_checks``): queued, running, then passed,
     failed (with its log) or skipped (with the reason). It never blocks or changes the version."""
 
     __tablename__ = "smoke_checks"

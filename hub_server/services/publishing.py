@@ -31,7 +31,6 @@ from hub_server.services.names import (
     name_holder,
     name_taken,
 )
-from hub_server.services.smoke import queue_smoke_check
 from hub_server.simple_index import bump_generation
 from hub_server.validation import InspectedUpload, UploadError, inspect_upload
 
@@ -143,7 +142,7 @@ def publish(
             for key in keys.values():
                 hub.blobs.delete(key)
     hub.index.clear()
-    queue_smoke_check(hub, version_id)  # in the background; it never fails the publish
+    hub.smoke_checks().queue(version_id)  # in the background; it never fails the publish
     with hub.db.read() as session:
         env_row = session.get(Environment, env_id)
         ver_row = session.get(VersionRow, version_id)
