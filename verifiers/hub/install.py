@@ -43,7 +43,9 @@ from packaging.version import Version
 
 from verifiers.hub._rollback import Snapshot, take_snapshot
 from verifiers.hub.client import HubClient, HubClientError, ResolvedVersion
+from verifiers.hub.errors import HubInstallError as HubInstallError
 from verifiers.hub.packaging import content_hash_of_module, normalize_name, parse_env_spec
+from verifiers.hub.resolve import check_bare_name
 from verifiers.hub.wheel_rules import ArchiveError, inspect_wheel
 
 Installer = Literal["auto", "pip", "uv"]
@@ -59,10 +61,6 @@ _INDEX_ENV = (
     "UV_EXTRA_INDEX_URL",
     "UV_FIND_LINKS",
 )
-
-
-class HubInstallError(RuntimeError):
-    """Resolving, installing or verifying an environment failed; the message says which and why."""
 
 
 @dataclass(frozen=True)
@@ -267,8 +265,6 @@ def install_from_hub(
         raise HubInstallError(f"cannot install {spec}: {exc}") from None
     try:
         if parsed.owner is None:  # a bare name: one clear error if the hub has none (verifiers.hub.resolve)
-            from verifiers.hub.resolve import check_bare_name
-
             check_bare_name(client, parsed.name)
         return _install(
             client, parsed.owner, parsed.name, parsed.specifier, upgrade, python, installer, frozenset()
