@@ -15,9 +15,10 @@ Inside a fresh sandbox (``verifiers.sandbox``: gVisor, else bubblewrap; no netwo
    sandbox a chunk at a time; pip (the wheel bundled with the interpreter's ``ensurepip``) installs the
    wheel with ``--no-index --find-links`` of those files: nothing is downloaded inside;
 4. ``_smoke_runner.py`` runs as a supervisor that serves a scripted OpenAI-compatible model on the
-   sandbox's loopback (one fixed reply) and a worker process that loads the environment with its defaults
-   and runs one rollout; only the supervisor writes the report, marked with a one-time key it reads from
-   stdin, so the environment cannot forge a pass (no report is a failure).
+   sandbox's loopback (one fixed reply with a fresh tag) and a worker process that loads the environment
+   with its defaults and runs one rollout; the supervisor judges the worker's claim against what it
+   observed and alone writes the report, marked with a one-time key it reads from stdin, so the
+   environment cannot forge a pass (no report is a failure).
 
 The outcome is ``passed``, ``failed`` (with the log of every step) or ``skipped`` (no sandbox backend).
 """
