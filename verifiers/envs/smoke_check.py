@@ -48,6 +48,7 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
+from verifiers._urls import redact_url
 from verifiers.hub.packaging import requirement_closure
 from verifiers.hub.wire import SmokeOutcome, SmokeReport
 from verifiers.sandbox import SandboxError, SandboxLimits, get_backend
@@ -189,7 +190,7 @@ async def _download(
     if why is None and _bytes_under(dest) - before > budget:
         why = f"the requirements beyond the SDK are larger than {budget // MiB} MB (the check's cap)"
     if why is None and proc.returncode != 0:
-        why = f"cannot get {', '.join(requirements)} from {index_url}"
+        why = f"cannot get {', '.join(requirements)} from {redact_url(index_url)}"
     shutil.rmtree(scratch, ignore_errors=True)
     return why, log + (f"\n[{why}]" if why else "")
 

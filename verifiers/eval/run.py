@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias, cast
 
+from verifiers._urls import redact_url
 from verifiers.clients import Client
 from verifiers.clients.sampling import cap_max_tokens
 from verifiers.errors import ErrorCategory
@@ -411,9 +412,11 @@ async def run_eval(
 
 
 def _base_url(client: Client | ClientSource, given: str | list[str] | None) -> str | list[str]:
-    """What metadata records as the run's server(s): the client's, else ``given`` (before a client
-    source has made its client), else empty."""
+    """What metadata records as the run's server(s), without credentials: the client's, else ``given``
+    (before a client source has made its client), else empty."""
     if isinstance(client, Client):
-        urls = client.base_urls
+        urls = [redact_url(u) for u in client.base_urls]
         return urls if len(urls) > 1 else urls[0]
-    return given if given is not None else ""
+    if isinstance(given, list):
+        return [redact_url(u) for u in given]
+    return redact_url(given) if given is not None else ""
