@@ -162,3 +162,19 @@ def wheel_members(extra: dict[str, bytes] | None = None, *, dist: Dist | None = 
 
 def find(members: list[Member], name: str) -> Member:
     return next(m for m in members if m.name == name)
+
+
+class Unseekable(io.RawIOBase):
+    """A sink ``zipfile`` cannot seek in: it then writes data descriptors after each member."""
+
+    def __init__(self, buf: io.BytesIO) -> None:
+        self.buf = buf
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        return self.buf.write(data)
+
+    def flush(self) -> None:
+        pass

@@ -23,7 +23,7 @@ import pytest
 from hub_server.settings import HubSettings
 from tests.hub._dists import EPOCH, Dist
 from tests.hub._upstream import run_pypiserver
-from tests.hub._zips import UNICODE_PATH, build_zip, find, unicode_field, wheel_members
+from tests.hub._zips import UNICODE_PATH, Unseekable, build_zip, find, unicode_field, wheel_members
 from tests.hub.conftest import LiveHub, clean_pip_env
 
 HELPER = "demo_env/helper.py"
@@ -49,7 +49,7 @@ def repeating_unicode_path(d: Dist) -> bytes:
 def zipfile_written(*, zip64: bool, seekable: bool) -> Callable[[Dist], bytes]:
     def write(d: Dist) -> bytes:
         buf = io.BytesIO()
-        sink: io.IOBase = buf if seekable else _Pipe(buf)
+        sink: io.IOBase = buf if seekable else Unseekable(buf)
         with zipfile.ZipFile(sink, "w", zipfile.ZIP_DEFLATED) as zf:  # type: ignore[arg-type]
             for m in wheel_members(dist=d):
                 with zf.open(zipfile.ZipInfo(m.name, date_time=EPOCH), "w", force_zip64=zip64) as f:
@@ -57,19 +57,6 @@ def zipfile_written(*, zip64: bool, seekable: bool) -> Callable[[Dist], bytes]:
         return buf.getvalue()
 
     return write
-
-
-class _Pipe(io.RawIOBase):
-    """Not seekable: zipfile then writes data descriptors."""
-
-    def __init__(self, buf: io.BytesIO) -> None:
-        self.buf = buf
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: bytes) -> int:  # type: ignore[override]
-        return self.buf.write(data)
 
 
 ACCEPTED: dict[str, tuple[str, Callable[[Dist], bytes]]] = {

@@ -24,6 +24,7 @@ from tests.hub._zips import (
     UNICODE_PATH,
     WHEEL_NAME,
     Member,
+    Unseekable,
     build_zip,
     extra_field,
     find,
@@ -191,7 +192,7 @@ def test_zip64_members_and_data_descriptors_written_by_zipfile_are_accepted() ->
     """Real writers: zipfile's forced zip64 entries, and the data descriptors it writes to a pipe."""
     for seekable in (True, False):
         buf = io.BytesIO()
-        sink = buf if seekable else _Unseekable(buf)
+        sink = buf if seekable else Unseekable(buf)
         with zipfile.ZipFile(sink, "w", zipfile.ZIP_DEFLATED) as zf:  # type: ignore[arg-type]
             for m in members():
                 with zf.open(
@@ -199,20 +200,6 @@ def test_zip64_members_and_data_descriptors_written_by_zipfile_are_accepted() ->
                 ) as f:
                     f.write(m.data)
         check(buf.getvalue())
-
-
-class _Unseekable(io.RawIOBase):
-    def __init__(self, buf: io.BytesIO) -> None:
-        self.buf = buf
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: bytes) -> int:  # type: ignore[override]
-        return self.buf.write(data)
-
-    def flush(self) -> None:
-        pass
 
 
 def test_a_data_descriptor_that_disagrees_is_refused() -> None:
