@@ -20,7 +20,7 @@ from tests.hub.test_e2e import make_project
 from tests.scripted_server import Rule, ScriptedServer
 from verifiers.clients.local_model import free_port
 
-RULES = [Rule("capital of France", "Paris"), Rule("days are in a week", "7")]
+RULES = [Rule(match="capital of France", content="Paris"), Rule(match="days are in a week", content="7")]
 
 
 @pytest.fixture(scope="module")
