@@ -32,7 +32,7 @@ from hub_server.context import Hub
 from hub_server.db import plan_pool, split_pool
 from hub_server.deps import hub_error_json
 from hub_server.principal_cache import PrincipalCache
-from hub_server.routers import api, evals, pages, simple, smoke as smoke_router, web
+from hub_server.routers import api, evals, manage, pages, simple, smoke as smoke_router, web
 from hub_server.services.errors import HubError
 from hub_server.settings import HubSettings
 from hub_server.simple_index import FastPath
@@ -189,6 +189,7 @@ def create_app(settings: HubSettings | None = None) -> FastAPI:
     app.include_router(simple.router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(pages.router)  # before web: /account and /docs are not owners
+    app.include_router(manage.router)  # before web: …/settings and /account/orgs/… are not environments
     app.include_router(web.router)  # last: its /{owner}/{name} pattern would shadow the rest
     # the hot JSON reads skip routing and validation (innermost: after the guard, under the cache)
     app.state.principals = PrincipalCache()

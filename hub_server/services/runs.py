@@ -3,8 +3,9 @@
 Writes need a token that may publish to the environment's namespace (issue 10 §3). A run is linked to
 an existing version *and* its content hash: a run whose hash matches no published version's is refused,
 and nothing here ever creates an environment or a version. Reads follow the environment's visibility: a
-run is visible when its environment is and the run is public, or to those who may read the owner's
-private environments; anything else is the same 404 as an absent run.
+run is visible when its environment is and the run is public (a read grant makes a private environment
+visible to its user, so its public runs too), or to those who may read the owner's private environments;
+anything else is the same 404 as an absent run.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def visible_runs(stmt: _S, principal: Principal | None) -> _S:
         return stmt
     public = and_(Environment.visibility == "public", EvalRun.visibility == "public")
     if principal is not None and principal.has("read"):
-        return stmt.where(or_(public, Environment.owner_id.in_(principal.owner_ids)))
+        shared = and_(Environment.id.in_(principal.granted_ids), EvalRun.visibility == "public")
+        return stmt.where(or_(public, shared, Environment.owner_id.in_(principal.owner_ids)))
     return stmt.where(public)
 
 

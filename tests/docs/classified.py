@@ -188,7 +188,20 @@ CLASSIFIED: dict[str, dict[str, Entry]] = {
         "vf-install 'alice/my-env@>=0.1'": Run(HUB),
         "vf-hub user create alice [--email a@x] [--admin]": Skip("illustrative", "a usage synopsis"),
         "vf-hub org create lab --member alice [--member bob]": Skip("illustrative", "a usage synopsis"),
-        "vf-hub org add-member lab carol": Skip("illustrative", "a usage synopsis (no user carol)"),
+        "vf-hub org add-member lab carol [--role admin]": Skip(
+            "illustrative", "a usage synopsis (no org lab, no user carol)"
+        ),
+        "vf-hub org members lab": Skip("illustrative", "a usage synopsis (no org lab)"),
+        "vf-hub org set-role lab carol owner": Skip("illustrative", "a usage synopsis (no org lab)"),
+        "vf-hub org remove-member lab carol": Skip("illustrative", "a usage synopsis (no org lab)"),
+        "vf-hub env visibility alice/my-env private": Run(HUB, expect="alice/my-env is now private"),
+        "vf-hub env share alice/my-env bob": Skip(
+            "illustrative", "no user bob on this page's hub; docs/publish.md step 7 shares and unshares"
+        ),
+        "vf-hub env grants alice/my-env": Run(HUB, expect="alice/my-env is shared with no one"),
+        "vf-hub env unshare alice/my-env bob": Skip(
+            "illustrative", "no user bob on this page's hub; docs/publish.md step 7 shares and unshares"
+        ),
         "vf-hub token create alice --scope publish [--name laptop] [--expires-days 90]": Skip(
             "illustrative", "a usage synopsis"
         ),
@@ -233,6 +246,32 @@ CLASSIFIED: dict[str, dict[str, Entry]] = {
             why="a port the browser half (tests/docs/browser.py) knows; it opens the page in the tier's "
             "chromium, not a desktop browser",
             background="http://127.0.0.1:{port_a}/",
+        ),
+        # 7. Share a private environment: publish private, share with bob, bob installs with pip's token
+        # form, unshare (404 for him), make public (200 for anyone).
+        "vf-init my-team-env": Run(),
+        "vf-push environments/my_team_env --visibility private": Run(
+            HUB,
+            expect=r"(?s)published alice/my-team-env 0\.1\.0 \(private.*"
+            r"or: pip install --index-url http://__token__:<token>@127\.0\.0\.1:\d+/simple/ my-team-env==0\.1\.0",
+        ),
+        "vf-hub user create bob": Run(HUB),
+        "export BOB_TOKEN=$(vf-hub token create bob --scope read)": Run(HUB),
+        "vf-hub env share alice/my-team-env bob": Run(HUB, expect="shared alice/my-team-env with bob"),
+        "vf-hub env grants alice/my-team-env": Run(HUB, expect=r"USER +SHARED BY +SINCE\nbob +alice +\d{4}-"),
+        'pip install --index-url "http://__token__:$BOB_TOKEN@127.0.0.1:8080/simple/" my-team-env': Run(
+            HUB,
+            subs=(("127.0.0.1:8080", "127.0.0.1:{hub_port}"),),
+            why=FIXED_PORT,
+            expect="Successfully installed my-team-env-0.1.0",
+        ),
+        "vf-hub env unshare alice/my-team-env bob": Run(HUB, expect="no longer shared with bob"),
+        "curl -s -o /dev/null -w '%{http_code}\\n' -u \"__token__:$BOB_TOKEN\" http://127.0.0.1:8080/simple/my-team-env/": Run(
+            HUB, subs=(("127.0.0.1:8080", "127.0.0.1:{hub_port}"),), why=FIXED_PORT, expect=r"(?m)^404$"
+        ),
+        "vf-hub env visibility alice/my-team-env public": Run(HUB, expect="alice/my-team-env is now public"),
+        "curl -s -o /dev/null -w '%{http_code}\\n' http://127.0.0.1:8080/simple/my-team-env/": Run(
+            HUB, subs=(("127.0.0.1:8080", "127.0.0.1:{hub_port}"),), why=FIXED_PORT, expect=r"(?m)^200$"
         ),
     },
     "docs/prime-rl.md": {

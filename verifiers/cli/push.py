@@ -205,13 +205,25 @@ def push(
                 namespace, str(name), wheel, sdist, visibility=visibility, content_hash=content_hash
             )
             env_url = client.environment_url(published.environment)
-            index = client.index_url()
+            # A version's answer does not say who may read its environment; the environment's does.
+            detail = client.environment(*published.environment.split("/"))
         except HubClientError as exc:
             fail(str(exc), EXIT_FAILED)
-    typer.echo(f"published {published.environment} {published.version}")
+        private = detail.visibility == "private"
+        # pip reaches a private environment only with a token: print the form it takes, never the token
+        index = client.token_index_url() if private else client.index_url()
+    if private:
+        typer.echo(
+            f"published {published.environment} {published.version} (private: only members of "
+            f"{detail.owner} and the users it is shared with can read or install it)"
+        )
+    else:
+        typer.echo(f"published {published.environment} {published.version}")
     typer.echo(f"  {env_url}")
     typer.echo(f"  install: vf-install {published.environment}@=={published.version}")
     typer.echo(f"       or: pip install --index-url {index} {name}=={published.version}")
+    if private:
+        typer.echo(f"  share it: vf-hub env share {published.environment} USER")
 
 
 def _shown(path: Path) -> str:

@@ -50,6 +50,8 @@ RESUME_NEEDS_SAVING = "resume needs saved results; drop save_results=False"
 #: The run settings that live on the environment object: ``launch`` sets them on it from the config,
 #: and a distributed run copies them onto each actor's own copy.
 ENV_SETTINGS = ("timeout", "max_seq_len", "interleaved_thinking")
+#: ``ray="local"``: a Ray instance started for the run (``verifiers.eval.distributed`` starts it).
+RAY_LOCAL = "local"
 
 
 class ConfigError(ValueError):
@@ -162,10 +164,8 @@ class EvalConfig(BaseModel):
     @field_validator("ray", mode="before")
     @classmethod
     def _ray(cls, value: Any) -> Any:
-        from verifiers.eval.distributed import LOCAL
-
         if value is True:
-            return LOCAL
+            return RAY_LOCAL
         return None if value is False or value == "" else value
 
     @field_validator("resume", mode="before")

@@ -35,6 +35,7 @@ from verifiers.hub.wire import (
     HubFile,
     Leaderboard,
     LeaderboardPick,
+    ReadGrantInfo,
     ResolvedVersion,
     RolloutKeys,
     RolloutPage,
@@ -64,6 +65,7 @@ __all__ = [
     "HubClientError",
     "HubConfig",
     "HubFile",
+    "ReadGrantInfo",
     "ResolvedVersion",
     "SearchPage",
     "VersionDetail",
@@ -75,6 +77,8 @@ __all__ = [
 ]
 
 DEFAULT_URL = "http://127.0.0.1:8080"
+#: Stands for the reader's own token in printed index URLs (never the token itself).
+TOKEN_PLACEHOLDER = "<token>"
 
 
 @dataclass(frozen=True)
@@ -171,12 +175,15 @@ class HubClient:
     # --- URLs ---
     def index_url(self, *, with_token: bool = False) -> str:
         """The simple index URL; with the token embedded in pip's ``__token__:<token>@`` form if asked."""
-        base = f"{self.url}/simple/"
         if not (with_token and self.token):
-            return base
-        parts = urlsplit(base)
-        netloc = f"__token__:{quote(self.token, safe='')}@{parts.netloc}"
-        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+            return f"{self.url}/simple/"
+        return self.token_index_url(quote(self.token, safe=""))
+
+    def token_index_url(self, token: str = TOKEN_PLACEHOLDER) -> str:
+        """The simple index URL in pip's token form, ``http://__token__:<token>@HOST/simple/``: by default
+        with the placeholder, what a command prints for the reader to fill in (private environments)."""
+        parts = urlsplit(f"{self.url}/simple/")
+        return urlunsplit((parts.scheme, f"__token__:{token}@{parts.netloc}", parts.path, "", ""))
 
     def environment_url(self, full_name: str) -> str:
         return f"{self.url}/{full_name}"
@@ -245,6 +252,28 @@ class HubClient:
     def unyank(self, owner: str, name: str, version: str) -> VersionInfo:
         path = f"/api/v1/environments/{owner}/{name}/versions/{version}/unyank"
         return VersionInfo.model_validate(self._request("POST", path).json())
+
+    # --- who may read an environment ---
+    def set_visibility(self, owner: str, name: str, visibility: Visibility) -> EnvironmentDetail:
+        """Make an environment public or private (owners and admins of its namespace)."""
+        path = f"/api/v1/environments/{owner}/{name}"
+        return EnvironmentDetail.model_validate(
+            self._request("PATCH", path, json={"visibility": visibility}).json()
+        )
+
+    def grants(self, owner: str, name: str) -> list[ReadGrantInfo]:
+        """The users the environment is shared with."""
+        answer = self._request("GET", f"/api/v1/environments/{owner}/{name}/grants").json()
+        return [ReadGrantInfo.model_validate(g) for g in answer]
+
+    def share(self, owner: str, name: str, username: str) -> ReadGrantInfo:
+        """Let ``username`` read (and install) the environment while it is private."""
+        path = f"/api/v1/environments/{owner}/{name}/grants/{username}"
+        return ReadGrantInfo.model_validate(self._request("PUT", path).json())
+
+    def unshare(self, owner: str, name: str, username: str) -> None:
+        """Revoke ``username``'s read grant (the hub refuses it from the next request on)."""
+        self._request("DELETE", f"/api/v1/environments/{owner}/{name}/grants/{username}")
 
     # --- eval runs ---
     def create_run(self, owner: str, name: str, body: EvalRunCreate) -> EvalRunInfo:

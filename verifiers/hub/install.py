@@ -37,7 +37,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from verifiers.hub.client import HubClient, HubClientError, ResolvedVersion
+from verifiers.hub.errors import HubInstallError as HubInstallError
 from verifiers.hub.packaging import normalize_name, parse_env_spec
+from verifiers.hub.resolve import check_bare_name
 
 Installer = Literal["auto", "pip", "uv"]
 # Variables that would add indexes or local wheel sources to the hub-only install step.
@@ -52,10 +54,6 @@ _INDEX_ENV = (
     "UV_EXTRA_INDEX_URL",
     "UV_FIND_LINKS",
 )
-
-
-class HubInstallError(RuntimeError):
-    """Resolving, installing or verifying an environment failed; the message says which and why."""
 
 
 @dataclass(frozen=True)
@@ -241,8 +239,6 @@ def install_from_hub(
         raise HubInstallError(f"cannot install {spec}: {exc}") from None
     try:
         if parsed.owner is None:  # a bare name: one clear error if the hub has none (verifiers.hub.resolve)
-            from verifiers.hub.resolve import check_bare_name
-
             check_bare_name(client, parsed.name)
         return _install(
             client, parsed.owner, parsed.name, parsed.specifier, upgrade, python, installer, frozenset()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from verifiers.hub.client import HubClient, HubClientError
-from verifiers.hub.install import HubInstallError
+from verifiers.hub.errors import HubInstallError
 
 #: The hub namespace the bundled environments (``environments/*`` of the SDK) are published under.
 BUNDLED_NAMESPACE = "verifiers"

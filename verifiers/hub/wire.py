@@ -130,6 +130,15 @@ class WhoAmI(WireModel):
     namespaces: list[str]
 
 
+class ReadGrantInfo(WireModel):
+    """One user a private environment is shared with (``vf-hub env share``): it may read and install it."""
+
+    environment: str
+    username: str
+    granted_by: str | None
+    created_at: datetime
+
+
 # --- eval runs: uploaded as records (request bodies and answers) ------------------------------------------
 #: Longest text the hub keeps per message field (content, reasoning, a tool call's arguments), in characters.
 #: The client cuts longer text to this, ending in ``TRUNCATION_MARK``; the hub refuses anything longer.

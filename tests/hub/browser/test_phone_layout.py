@@ -215,6 +215,8 @@ def test_no_page_scrolls_sideways_at_390_px(wide: tuple[Site, int], local_viewer
 
 
 def test_the_copy_button_copies_the_install_command(wide: tuple[Site, int], signed_out: Any) -> None:
+    from playwright.sync_api import expect
+
     site, _ = wide
     page = signed_out
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site.url)
@@ -224,7 +226,7 @@ def test_the_copy_button_copies_the_install_command(wide: tuple[Site, int], sign
         assert command.inner_text() == "vf-install alice/wide-env"
         button = page.locator(".install .copy-button").first
         button.click()
-        page.wait_for_function("document.querySelector('.install .copy-button').textContent === 'Copied'")
+        expect(button).to_have_text("Copied")  # not a string predicate: the page's CSP forbids evaluating it
         assert page.evaluate("navigator.clipboard.readText()") == "vf-install alice/wide-env"
     finally:
         page.context.clear_permissions()
