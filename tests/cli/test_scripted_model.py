@@ -68,7 +68,7 @@ def test_vf_eval_with_the_scripted_model_scores_one_on_the_scaffold(tools_env: P
     rules = "environments/my_tools/scripted_model.toml"
     res = run_cli("vf-eval", "my-tools", "-m", f"scripted:{rules}", "--json", cwd=tools_env)
     assert res.code == 0, res.stderr
-    assert "does not call tools" not in res.stderr
+    assert "does not call tools" not in res.stdout + res.stderr
     summary = json.loads(res.stdout)
     meta = summary["metadata"]
     assert meta["model"] == f"scripted:{rules}"
@@ -104,7 +104,7 @@ def test_vf_eval_warns_when_the_rules_never_call_a_tool(tools_env: Path) -> None
     (tools_env / "talk.toml").write_text('default = "384"\n')
     res = run_cli("vf-eval", "my-tools", "-m", "scripted:talk.toml", "-n", "1", cwd=tools_env)
     assert res.code == 0, res.stderr
-    assert "scripted:talk.toml does not call tools" in res.stderr
+    assert "scripted:talk.toml does not call tools, and my-tools offers 2 (add, multiply)" in res.stdout
 
 
 def test_vf_eval_records_scripted_errors_as_errors(tools_env: Path) -> None:

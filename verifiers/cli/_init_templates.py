@@ -416,12 +416,12 @@ def test_scripted_model_scores_one(module: ModuleType) -> None:
         model=f"scripted:{RULES}", num_examples=len(rows), rollouts_per_example=1, save_results=False
     )
     assert len(run.results) == len(rows)
-    for result in run.results:
-        assert result.error is None, result.error
-        assert result.reward == 1.0, result.completion
-        assert result.metrics["used_tools"] == 1.0
-    calls = {r.example_id: r.metrics["tool_calls"] for r in run.results}
-    assert sorted(calls.values()) == [1.0, 2.0, 3.0]  # one call; two in turn; two parallel, then one
+    for result in run.results:  # one result row (a dict) per rollout
+        assert result["error"] is None, result["error"]
+        assert result["reward"] == 1.0, result["completion"]
+        assert result["metrics"]["used_tools"] == 1.0
+    calls = sorted(r["metrics"]["tool_calls"] for r in run.results)
+    assert calls == [1.0, 2.0, 3.0]  # one call; two in turn; two parallel, then one
 
 
 def test_unknown_argument_is_rejected(module: ModuleType) -> None:

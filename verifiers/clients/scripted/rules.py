@@ -273,7 +273,11 @@ def parse_script(data: Any, source: str = "rules") -> Script:
     try:
         return Script.model_validate(data)
     except ValidationError as exc:
-        problems = [_problem(err, data) for err in exc.errors()]
+        errors = exc.errors()
+        # A misspelt field is also a missing one ("nme" for "name"): the unknown field says it all.
+        misspelt = {tuple(e["loc"][:-1]) for e in errors if e["type"] == "extra_forbidden"}
+        errors = [e for e in errors if not (e["type"] == "missing" and tuple(e["loc"][:-1]) in misspelt)]
+        problems = [_problem(err, data) for err in errors]
         more = len(problems) - MAX_SHOWN_PROBLEMS
         shown = "; ".join(problems[:MAX_SHOWN_PROBLEMS]) + (f"; … and {more} more" if more > 0 else "")
         raise RulesError(f"{source}: {shown}") from None
@@ -288,6 +292,11 @@ def _fields_of(where: tuple[Any, ...]) -> list[str]:
     return list(model.model_fields) if model is not None else []
 
 
+def _field_path(parts: tuple[Any, ...]) -> str:
+    """``("tool_calls", 0, "name")`` as ``tool_calls[0].name``."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts).lstrip(".")
+
+
 def _problem(err: Any, data: dict[str, Any]) -> str:
     loc: tuple[Any, ...] = tuple(err["loc"])
     if loc[:1] == ("rules",) and len(loc) > 1 and isinstance(loc[1], int):
@@ -300,13 +309,14 @@ def _problem(err: Any, data: dict[str, Any]) -> str:
         where, rest = "default", loc[1:]
     else:
         where, rest = "", loc
-    field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in rest).lstrip(".")
     if err["type"] == "extra_forbidden":
         known = _fields_of(loc[:-1])
         close = difflib.get_close_matches(str(loc[-1]), known, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(known)})" if known else ""
-        text = f"unknown field {field!r}{hint}"
+        parent = _field_path(rest[:-1])
+        text = f"{parent + ': ' if parent else ''}unknown field {str(loc[-1])!r}{hint}"
     else:
+        field = _field_path(rest)
         message = str(err["msg"]).removeprefix("Value error, ")
         text = f"{field}: {message}" if field else message
     return f"{where}: {text}" if where else text
