@@ -194,7 +194,9 @@ async def test_a_tool_call_then_the_answer_from_its_result(stub: str) -> None:
     async with Client(stub) as client:
         first = await client.chat("m", user("What is 2 + 3?"), tools=TOOLS)
         assert first.finish_reason == "tool_calls"
-        assert first.message["content"] == ""  # null on the wire (the openai SDK test sees it); the client gives ""
+        assert (
+            first.message["content"] == ""
+        )  # null on the wire (the openai SDK test sees it); the client gives ""
         (call,) = first.message["tool_calls"]
         assert call["function"] == {"name": "add", "arguments": '{"a": 2, "b": 3}'}
         messages = [

@@ -115,9 +115,8 @@ def load_environment(system_prompt: str = SYSTEM_PROMPT, strict: bool = False) -
     )
 '''
 
-TEST = '''\
-"""Tests of the __ENV_ID__ environment: pytest tests/ (from this directory) or pytest <this file>."""
-
+#: The start of both packages' tests: imports, the module fixture (no install needed), scoring one reply.
+TEST_SUPPORT = """\
 from __future__ import annotations
 
 import asyncio
@@ -145,7 +144,15 @@ def score(env: Any, row: dict[str, Any], reply: str) -> dict[str, Any]:
     state["completion"] = [{"role": "assistant", "content": reply}]
     asyncio.run(env.score_rollout(state))
     return state
+"""
 
+TEST = (
+    '''\
+"""Tests of the __ENV_ID__ environment: pytest tests/ (from this directory) or pytest <this file>."""
+
+'''
+    + TEST_SUPPORT
+    + """
 
 def test_gold_answer_scores_one(module: ModuleType) -> None:
     env = module.load_environment()
@@ -181,7 +188,8 @@ def test_prompt_has_system_and_question(module: ModuleType) -> None:
 def test_unknown_argument_is_rejected(module: ModuleType) -> None:
     with pytest.raises(TypeError):
         module.load_environment(no_such_argument=1)
-'''
+"""
+)
 
 README = """\
 # __ENV_ID__
@@ -287,7 +295,9 @@ def used_tools(state: vf.State) -> float:
     return 1.0 if state["metrics"].get("tool_calls", 0) > 0 else 0.0
 
 
-def load_environment(system_prompt: str = SYSTEM_PROMPT, max_turns: int = 6) -> vf.Environment:
+def load_environment(
+    system_prompt: str = SYSTEM_PROMPT, max_turns: int = 6
+) -> vf.Environment:
     """The __ENV_ID__ environment.
 
     Args:
@@ -295,12 +305,13 @@ def load_environment(system_prompt: str = SYSTEM_PROMPT, max_turns: int = 6) -> 
         max_turns: model replies per rollout, tool-calling ones included.
     """
     parser = vf.Parser()
+    rubric = vf.Rubric([correct_answer, used_tools], weights=[1.0, 0.0], parser=parser)
     return vf.ToolEnv(
         dataset=lambda: [dict(row) for row in ROWS],  # built on first use, not at import
         tools=[add, multiply],
         system_prompt=system_prompt,
         parser=parser,
-        rubric=vf.Rubric([correct_answer, used_tools], weights=[1.0, 0.0], parser=parser),
+        rubric=rubric,
         max_turns=max_turns,
     )
 '''
@@ -358,41 +369,19 @@ tool_result = { equals = "77" }
 content = "The answer is 77."
 """
 
-TOOLS_TEST = '''\
+TOOLS_TEST = (
+    '''\
 """Tests of the __ENV_ID__ environment: pytest tests/ (from this directory) or pytest <this file>.
 
 test_scripted_model_scores_one runs the whole tool loop offline: the scripted model (a real
 OpenAI-compatible server started for the run) answers from ../scripted_model.toml.
 """
 
-from __future__ import annotations
+'''
+    + TEST_SUPPORT
+    + """
 
-import asyncio
-import importlib
-import sys
-from pathlib import Path
-from types import ModuleType
-from typing import Any
-
-import pytest
-
-PROJECT = Path(__file__).resolve().parents[1]
 RULES = PROJECT / "scripted_model.toml"
-
-
-@pytest.fixture(scope="module")
-def module() -> ModuleType:
-    # Works from a checkout too, without installing the package.
-    if str(PROJECT) not in sys.path:
-        sys.path.insert(0, str(PROJECT))
-    return importlib.import_module("__MODULE__")
-
-
-def score(env: Any, row: dict[str, Any], reply: str) -> dict[str, Any]:
-    state = env.init_state(row, 0)
-    state["completion"] = [{"role": "assistant", "content": reply}]
-    asyncio.run(env.score_rollout(state))
-    return state
 
 
 def test_tools_compute(module: ModuleType) -> None:
@@ -413,7 +402,10 @@ def test_scripted_model_scores_one(module: ModuleType) -> None:
     env = module.load_environment()
     rows = env.select_rows()
     run = env.evaluate(
-        model=f"scripted:{RULES}", num_examples=len(rows), rollouts_per_example=1, save_results=False
+        model=f"scripted:{RULES}",
+        num_examples=len(rows),
+        rollouts_per_example=1,
+        save_results=False,
     )
     assert len(run.results) == len(rows)
     for result in run.results:  # one result row (a dict) per rollout
@@ -427,7 +419,8 @@ def test_scripted_model_scores_one(module: ModuleType) -> None:
 def test_unknown_argument_is_rejected(module: ModuleType) -> None:
     with pytest.raises(TypeError):
         module.load_environment(no_such_argument=1)
-'''
+"""
+)
 
 TOOLS_README = """\
 # __ENV_ID__

@@ -12,11 +12,11 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 
 from verifiers._extras import require_extra
 from verifiers.clients import Client, Endpoint
-from verifiers.clients.client import DEFAULT_READ_TIMEOUT, DEFAULT_TIMEOUT, DEFAULT_TOTAL_TIMEOUT
 from verifiers.clients._server_process import ModelServer
+from verifiers.clients.client import DEFAULT_READ_TIMEOUT, DEFAULT_TIMEOUT, DEFAULT_TOTAL_TIMEOUT
 from verifiers.clients.local_model import LocalModelServer, cpu_cores
-from verifiers.clients.scripted.server import ScriptedModelServer
 from verifiers.clients.sampling import merge_sampling_args
+from verifiers.clients.scripted.server import ScriptedModelServer
 from verifiers.clients.target import Target, TargetError, resolve_target
 from verifiers.errors import AuthenticationError, InfraError, VerifiersError
 from verifiers.eval.config import ENV_SETTINGS, ConfigError, EvalConfig

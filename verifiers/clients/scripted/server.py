@@ -15,7 +15,6 @@ import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from aiohttp import web
 
