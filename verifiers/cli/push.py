@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 import typer
 from packaging.utils import parse_wheel_filename
 
+from verifiers._urls import redact_url
 from verifiers.cli._common import EXIT_FAILED, fail, make_app, run_command
 from verifiers.hub.client import HubClient, HubClientError
 from verifiers.hub.packaging import content_hash_of_sdist, module_name
@@ -104,7 +105,7 @@ def push_results(
     if run.avg_reward is not None:
         ci = f" ± {run.reward_ci95:.3f}" if run.reward_ci95 is not None else ""
         typer.echo(f"  mean reward {run.avg_reward:.3f}{ci} over {run.scored_count} scored rollouts", err=err)
-    typer.echo(f"  {pushed.url}", err=err)
+    typer.echo(f"  {redact_url(pushed.url)}", err=err)
 
 
 @app.command()
@@ -211,7 +212,7 @@ def push(
             fail(str(exc), EXIT_FAILED)
         private = detail.visibility == "private"
         # pip reaches a private environment only with a token: print the form it takes, never the token
-        index = client.token_index_url() if private else client.index_url()
+        index = client.token_index_url() if private else redact_url(client.index_url())
     if private:
         typer.echo(
             f"published {published.environment} {published.version} (private: only members of "
@@ -219,7 +220,7 @@ def push(
         )
     else:
         typer.echo(f"published {published.environment} {published.version}")
-    typer.echo(f"  {env_url}")
+    typer.echo(f"  {redact_url(env_url)}")
     typer.echo(f"  install: vf-install {published.environment}@=={published.version}")
     typer.echo(f"       or: pip install --index-url {index} {name}=={published.version}")
     if private:
