@@ -17,8 +17,8 @@ longer matches anything: a new or edited command is looked at before it ships.
   fetch a build backend from the package index, as ``vf-install`` and ``vf-push`` do; ``pip install``
   lines whose requirements the test venv already meets run too (what the README's venv answers).
 - ``Check``: a data block checked by what reads it (``toml``, ``json-lines``, ``suite`` — the suite
-  reader —, ``endpoints`` — the endpoint registry —, ``transcript`` — the ``$`` command runs and each
-  printed line must appear in its output).
+  reader —, ``endpoints`` — the endpoint registry —, ``scripted-rules`` — the scripted model's rules
+  reader —, ``transcript`` — the ``$`` command runs and each printed line must appear in its output).
 - ``Skip``: not run, for the reason given: ``gpu`` (needs GPUs), ``network`` (installs from PyPI or
   calls a paid API), ``suite`` (runs parts of this test suite), ``illustrative`` (a usage synopsis, an
   output sample, placeholders a reader fills in, a fragment of a larger program), ``broken`` (fails as
@@ -46,7 +46,7 @@ class Run:
 
 @dataclass(frozen=True)
 class Check:
-    reader: Literal["toml", "json-lines", "suite", "endpoints", "transcript"]
+    reader: Literal["toml", "json-lines", "suite", "endpoints", "scripted-rules", "transcript"]
     needs: frozenset[Need] = frozenset()
 
 
@@ -299,6 +299,23 @@ CLASSIFIED: dict[str, dict[str, Entry]] = {
         ),
         "python: def run(code: str, sandbox: Sandbox) -> str:": Skip(
             "illustrative", "a fragment: a class skeleton with `...` for the sandbox"
+        ),
+        # The offline walk of a tool environment (issue 32): scaffold, the scripted model, reward 1.0.
+        "vf-init --tools my-tools": Run(expect="created my-tools"),
+        "vf-eval my-tools -m scripted:environments/my_tools/scripted_model.toml": Run(
+            expect=r"my-tools · scripted:environments/my_tools/scripted_model\.toml: 3/3 rollouts(.|\n)*reward +1\.000"
+        ),
+        "python -m pytest environments/my_tools/tests -q -p no:cacheprovider": Run(expect="4 passed"),
+        "vf-model-stub environments/my_tools/scripted_model.toml --port 8000": Run(
+            subs=(("--port 8000", "--port {port_a}"),),
+            why=FIXED_PORT,
+            background="http://127.0.0.1:{port_a}/v1/models",
+        ),
+        "vf-eval my-tools -m scripted -b http://127.0.0.1:8000/v1": Run(
+            subs=(("8000", "{port_a}"),), why=FIXED_PORT, expect=r"reward +1\.000"
+        ),
+        'toml: default = "I do not know."          # a reply text, or a table like a rule\'s answer': Check(
+            "scripted-rules"
         ),
     },
     "docs/training.md": {

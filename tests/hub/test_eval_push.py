@@ -30,7 +30,7 @@ from verifiers.hub.results import (
     rollout_record,
 )
 
-RULES = [Rule("capital of France", "Paris"), Rule("days are in a week", "7")]
+RULES = [Rule(match="capital of France", content="Paris"), Rule(match="days are in a week", content="7")]
 
 
 @pytest.fixture(autouse=True)

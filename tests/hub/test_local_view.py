@@ -22,7 +22,7 @@ from tests.scripted_server import Rule, ScriptedServer
 from verifiers.clients.local_model import free_port
 
 LOOPBACK = "http://127.0.0.1"  # the pages answer loopback Host headers only
-RULES = [Rule("capital of France", "Paris"), Rule("days are in a week", "7")]
+RULES = [Rule(match="capital of France", content="Paris"), Rule(match="days are in a week", content="7")]
 
 
 @pytest.fixture(scope="module")

@@ -56,7 +56,8 @@ log = logging.getLogger("verifiers.cli.eval")
 
 app = make_app(
     "Evaluate environment ENV_ID (installed, or under ./environments/) against an OpenAI-compatible "
-    "endpoint, or the embedded local model with -m local/smollm2 (or -m local:/path/to/model.gguf). "
+    "endpoint, the embedded local model with -m local/smollm2 (or -m local:/path/to/model.gguf), or the "
+    "scripted model with -m scripted:RULES.toml (answers from a rules file, for offline tests). "
     "`vf-eval @ SUITE.toml` runs every [[eval]] table of a suite file in order (flags given here "
     "override the file's). Results stream to ./outputs/evals/<env>--<model>/<timestamp-id>/ "
     "(results.jsonl + metadata.json). Each setting comes from the flags, then a resumed run, then the "
@@ -209,7 +210,7 @@ def eval_command(
         typer.Option(
             "-m",
             "--model",
-            help=f"Model name, an alias of the endpoint registry (-e), local/smollm2, or local:/path/to/model.gguf [default: {DEFAULT_MODEL}].",
+            help=f"Model name, an alias of the endpoint registry (-e), local/smollm2, local:/path/to/model.gguf, or scripted:RULES.toml (the scripted model, docs/tools.md) [default: {DEFAULT_MODEL}].",
             show_default=False,
         ),
     ] = None,
@@ -767,7 +768,7 @@ def _run_env(
     env: Environment, config: EvalConfig, out: Console, verbose: bool, local_models: LocalModels | None = None
 ) -> EvalRun:
     """Run ``config`` on the loaded ``env``; a run that cannot start exits with its one-line reason."""
-    from verifiers.clients.local_model import LocalModelError
+    from verifiers.clients._server_process import ModelServerError
     from verifiers.eval.config import ConfigError
     from verifiers.eval.distributed import RayUnavailableError, WorkerLostError
     from verifiers.eval.launch import EndpointCheckError
@@ -781,7 +782,7 @@ def _run_env(
         fail(str(exc))
     except ConfigError as exc:
         fail(_flag_names(str(exc)))
-    except (LocalModelError, EndpointCheckError) as exc:
+    except (ModelServerError, EndpointCheckError) as exc:
         fail(str(exc), EXIT_FAILED)
     except (RayUnavailableError, WorkerLostError) as exc:  # a cluster that cannot be reached, or is gone
         fail(str(exc), EXIT_FAILED)

@@ -346,7 +346,7 @@ def test_normalised_matching_and_metrics() -> None:
 
 def test_vf_eval_cli_against_scripted_server(tmp_path: Path) -> None:
     rows = load_environment(num_examples=4).select_rows(4)
-    rules = [Rule(rows[0]["prompt"][-1]["content"], f"It is {rows[0]['answer']}.")]
+    rules = [Rule(match=rows[0]["prompt"][-1]["content"], content=f"It is {rows[0]['answer']}.")]
     with ScriptedServer(rules=rules, default="I do not know.") as server:
         args = ["deep-research-env", "-b", server.url, "-m", "m", "-n", "4", "-r", "1", "--json"]
         out = run_vf_eval(*args, "-o", str(tmp_path / "run"), cwd=tmp_path)
