@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from verifiers.eval.engine import RunProgress
+from verifiers.hub.wire import describe_reward
 from verifiers.types import RunMetadata
 
 REFRESH_S = 0.25
@@ -184,10 +185,10 @@ def summary_table(
         + (f", sampling {meta.sampling_args}" if meta.sampling_args else ""),
     )
     c = meta.counts
-    std = f" ± {meta.std_reward:.3f}" if meta.std_reward is not None else ""
     t.add_row(
         "reward",
-        f"[bold cyan]{fmt_reward(meta.avg_reward)}[/]{std}  ({c.scored} scored of {c.completed} done)",
+        f"[bold cyan]{describe_reward(meta.avg_reward, c.scored, meta.std_reward)}[/]"
+        f"  ({c.scored} scored of {c.completed} done)",
     )
     if meta.pass_at_k:
         t.add_row("pass@k", "  ".join(f"pass@{k} {v:.3f}" for k, v in meta.pass_at_k.items()))
