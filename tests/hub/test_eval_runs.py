@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from tests.hub._dists import MODULE_SOURCE, Dist
 from tests.hub.conftest import Actors, publish
+from verifiers.hub import wire
 
 API = "/api/v1"
 RUNS = f"{API}/environments/alice/demo-env/runs"
