@@ -279,9 +279,7 @@ class SuiteRow:
         )
 
 
-def report_table(
-    rows: Sequence[ReportRow], *, title: str, pushed: Sequence[bool] | None = None
-) -> Table:
+def report_table(rows: Sequence[ReportRow], *, title: str, pushed: Sequence[bool] | None = None) -> Table:
     """A benchmark report (``verifiers.eval.report``) as a terminal table: the columns of its markdown
     form, then model, environment, errors, status, whether it was pushed (a suite's ``--push``) and the run directory."""
     t = Table(title=title, title_justify="left")

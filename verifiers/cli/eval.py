@@ -722,8 +722,9 @@ def _show_protocol(entries: list[Any], configs: list[EvalConfig], out: Console, 
         _json_dump({"protocol": [r.model_dump(mode="json") for r in rows]})
         return
     table = Table(title="Protocol (dry run: nothing was started)", title_justify="left")
-    for name in ("benchmark", "setting", "value", "source"):
-        table.add_column(name, overflow="fold" if name == "source" else None)
+    for name in ("benchmark", "setting", "value"):
+        table.add_column(name)
+    table.add_column("source", overflow="fold")
     for r in rows:
         table.add_row(escape(r.benchmark), r.setting, escape(repr(r.value)), escape(r.source))
     out.print(table)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -24,7 +24,7 @@ app = make_app(
 )
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     md = "md"
     json = "json"
     table = "table"
@@ -34,7 +34,9 @@ class Format(str, Enum):
 def report_command(
     run_dirs: Annotated[
         list[Path],
-        typer.Argument(metavar="RUN_DIR...", help="Run directories (hold metadata.json).", show_default=False),
+        typer.Argument(
+            metavar="RUN_DIR...", help="Run directories (hold metadata.json).", show_default=False
+        ),
     ],
     output_format: Annotated[
         Format,

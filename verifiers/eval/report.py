@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from verifiers.eval.config import SUITE_SOURCE, EvalConfig, SuiteEntry
+from verifiers.eval.config import DEFAULT_SOURCE, PACKAGE_SOURCE, SUITE_SOURCE, EvalConfig, SuiteEntry
 from verifiers.eval.results import RunDirectory
 from verifiers.hub.packaging import normalize_name
 from verifiers.hub.wire import reward_interval
@@ -154,34 +154,52 @@ def read_report_metadata(run_dir: Path) -> RunMetadata:
 
 
 def matching_entry(meta: RunMetadata, entries: Sequence[SuiteEntry]) -> SuiteEntry | None:
-    """The suite entry a saved run belongs to: the same environment, and the entry's ``env_args`` (if it
-    gives any) among the run's. The first such entry wins."""
+    """The suite entry a saved run belongs to: one of the run's environment whose settings the run does not
+    contradict (its ``env_args`` and ``sampling_args`` among the run's, the same rollouts per problem and
+    model when the entry gives them); of several, the one that agrees on the most, then the first."""
     env_id = normalize_name(meta.env_id)
+    best: tuple[int, SuiteEntry] | None = None
     for entry in entries:
         if normalize_name(entry.env_id) != env_id:
             continue
-        wanted = entry.settings.get("env_args") or {}
-        if all(meta.env_args.get(k) == v for k, v in wanted.items()):
-            return entry
-    return None
+        agreed = _agreement(entry.settings, meta)
+        if agreed is not None and (best is None or agreed > best[0]):
+            best = (agreed, entry)
+    return best[1] if best else None
+
+
+def _agreement(settings: Mapping[str, Any], meta: RunMetadata) -> int | None:
+    """How many of an entry's identifying settings the run shares; None if it contradicts one."""
+    agreed = 0
+    for table, recorded in (("env_args", meta.env_args), ("sampling_args", meta.sampling_args)):
+        for key, value in (settings.get(table) or {}).items():
+            if recorded.get(key) != value:
+                return None
+            agreed += 1
+    for name in ("rollouts_per_example", "model"):
+        if name in settings:
+            if getattr(meta, name) != settings[name]:
+                return None
+            agreed += 1
+    return agreed
 
 
 def rows_from_runs(run_dirs: Sequence[Path], entries: Sequence[SuiteEntry] = ()) -> list[ReportRow]:
-    """The report of saved runs, in the order given; each named and referenced by its suite entry when
-    ``entries`` (a suite file's) has one for it. Raises ``ReportError`` for a path that is not a run."""
-    rows = []
+    """The report of saved runs: each named and referenced by its suite entry when ``entries`` (a suite
+    file's) has one for it, in the suite's order (runs no entry claims follow, in the order given).
+    Raises ``ReportError`` for a path that is not a run."""
+    ranked: list[tuple[int, ReportRow]] = []
     for run_dir in run_dirs:
         meta = read_report_metadata(run_dir)
         entry = matching_entry(meta, entries)
-        rows.append(
-            report_row(
-                meta,
-                benchmark=entry.name if entry else None,
-                reference=entry.reference if entry else None,
-                path=Path(run_dir),
-            )
+        row = report_row(
+            meta,
+            benchmark=entry.name if entry else None,
+            reference=entry.reference if entry else None,
+            path=Path(run_dir),
         )
-    return rows
+        ranked.append((list(entries).index(entry) if entry else len(entries), row))
+    return [row for _, row in sorted(ranked, key=lambda pair: pair[0])]
 
 
 def to_markdown(rows: Sequence[ReportRow], *, model: str | None = None) -> str:
@@ -247,18 +265,27 @@ def protocol_rows(entries: Sequence[SuiteEntry], configs: Sequence[EvalConfig]) 
                     benchmark=entry.name,
                     setting="reference",
                     value=entry.reference,
-                    source=entry.sources.get("reference", "the suite file"),
+                    source=entry.sources.get("reference", _LAYER_NAMES[SUITE_SOURCE]),
                 )
             )
     return rows
 
 
+#: How the protocol names a resolution layer that has no written source.
+_LAYER_NAMES = {
+    SUITE_SOURCE: "the suite file (no source given)",
+    PACKAGE_SOURCE: "package default ([tool.verifiers.eval] of {env})",
+    DEFAULT_SOURCE: "built-in default",
+    "flag": "flag",
+}
+
+
 def _source_of(entry: SuiteEntry, config: EvalConfig, setting: str) -> str:
-    layer = config.sources.get(setting) or _table_source(config.sources, setting)
+    layer = config.sources.get(setting) or _table_source(config.sources, setting) or DEFAULT_SOURCE
     explained = entry.sources.get(setting)
     if explained and layer == SUITE_SOURCE:
         return explained
-    return layer or "default"
+    return _LAYER_NAMES.get(layer, layer).format(env=entry.env_id)
 
 
 def _table_source(sources: Mapping[str, str], setting: str) -> str | None:
