@@ -191,6 +191,19 @@ def test_dry_run_prints_the_protocol_with_each_values_source(workdir: Path, star
     ), protocol
     assert any("Bench B env_args.size 6 the suite file (no source given)" in r for r in rows), protocol
     assert run_dirs(workdir) == []  # nothing ran
+    # where the suite's protocol is not the package's own defaults, `vf-eval cli-env` alone differs: said
+    assert (
+        "note: Bench A: the suite sets rollouts_per_example = 3, cli-env's [tool.verifiers.eval] 2 "
+        "(vf-eval cli-env alone differs)" in res.stdout
+    )
+    assert (
+        "Bench A: the suite sets sampling_args.temperature = 0.5, cli-env's [tool.verifiers.eval] 0.25"
+        in res.stdout
+    )
+    assert (
+        "Bench B: the suite sets num_examples = 6" in res.stdout
+        and "Bench B: the suite sets rollouts" in res.stdout
+    )
     # a flag overrides the file, and the protocol names the flag as the source
     res = run_cli("vf-eval", "@", str(suite), "--dry-run", "-r", "5", "--json", cwd=workdir)
     assert res.code == 0, res.stderr

@@ -715,11 +715,12 @@ def _show_protocol(entries: list[Any], configs: list[EvalConfig], out: Console, 
     """A suite's protocol: every setting that decides a number, with where its value comes from."""
     from rich.table import Table
 
-    from verifiers.eval.report import protocol_rows
+    from verifiers.eval.report import package_drift, protocol_rows
 
     rows = protocol_rows(entries, configs)
+    drift = [note for entry in entries for note in package_drift(entry, _package_defaults(entry.env_id))]
     if json_output:
-        _json_dump({"protocol": [r.model_dump(mode="json") for r in rows]})
+        _json_dump({"protocol": [r.model_dump(mode="json") for r in rows], "package_drift": drift})
         return
     table = Table(title="Protocol (dry run: nothing was started)", title_justify="left")
     for name in ("benchmark", "setting", "value"):
@@ -728,6 +729,8 @@ def _show_protocol(entries: list[Any], configs: list[EvalConfig], out: Console, 
     for r in rows:
         table.add_row(escape(r.benchmark), r.setting, escape(repr(r.value)), escape(r.source))
     out.print(table)
+    for note in drift:
+        out.print(f"[yellow]note:[/] {escape(note)}")
 
 
 def _check_suite_push(entries: list[Any], configs: list[EvalConfig], hub: _Hub) -> dict[int, PushTarget]:

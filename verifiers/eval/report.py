@@ -271,6 +271,27 @@ def protocol_rows(entries: Sequence[SuiteEntry], configs: Sequence[EvalConfig]) 
     return rows
 
 
+def package_drift(entry: SuiteEntry, package_defaults: Mapping[str, Any]) -> list[str]:
+    """Where a suite entry's protocol differs from its environment package's ``[tool.verifiers.eval]``
+    defaults, so that ``vf-eval ENV`` alone would not follow it (one message per setting)."""
+    own: dict[str, Any] = {k: entry.settings[k] for k in PROTOCOL_SETTINGS if k in entry.settings}
+    own.update({f"sampling_args.{k}": v for k, v in (entry.settings.get("sampling_args") or {}).items()})
+    package: dict[str, Any] = {k: package_defaults[k] for k in PROTOCOL_SETTINGS if k in package_defaults}
+    sampling = package_defaults.get("sampling_args")
+    if isinstance(sampling, Mapping):
+        package.update({f"sampling_args.{k}": v for k, v in sampling.items()})
+    return [
+        f"{entry.name}: the suite sets {name} = {value!r}, {entry.env_id}'s [tool.verifiers.eval] "
+        + (f"{package[name]!r}" if name in package else "does not set it")
+        + f" (vf-eval {entry.env_id} alone differs)"
+        for name, value in own.items()
+        if package.get(name, _UNSET) != value
+    ]
+
+
+_UNSET = object()
+
+
 #: How the protocol names a resolution layer that has no written source.
 _LAYER_NAMES = {
     SUITE_SOURCE: "the suite file (no source given)",
@@ -302,6 +323,7 @@ __all__ = [
     "ReportRow",
     "failed_row",
     "matching_entry",
+    "package_drift",
     "protocol_rows",
     "read_report_metadata",
     "report_row",
