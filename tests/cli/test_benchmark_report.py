@@ -160,6 +160,11 @@ def test_a_suite_ends_with_the_benchmark_table_and_report_prints_it_again(
         assert [c.strip() for c in line.strip("|").split("|")][:6] == _cells(meta, name, ref)
     assert "Model: m" in md.stdout
 
+    shown = run_cli("vf-eval", "report", str(a), "--suite", str(suite), "--format", "table", cwd=workdir)
+    assert shown.code == 0, shown.stderr
+    (line,) = [ln for ln in shown.stdout.splitlines() if "Bench A" in ln]
+    assert all(cell in line for cell in _cells(meta_a, "Bench A", 40.0)), line
+
     js = run_cli("vf-eval", "report", str(b), "--format", "json", cwd=workdir)  # no suite: no names
     assert js.code == 0, js.stderr
     (row,) = json.loads(js.stdout)["rows"]

@@ -4,6 +4,7 @@ for a model card, JSON, or a terminal table — the table a suite ends with."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -66,8 +67,12 @@ def report_command(
         sys.stdout.write(to_markdown(rows))
     else:
         from verifiers.cli._display import report_table
+        from verifiers.cli.eval import UNBOUNDED_WIDTH
 
-        Console().print(report_table(rows, title=f"Report: {len(rows)} runs"))
+        out = Console()
+        if not out.is_terminal and "COLUMNS" not in os.environ:
+            out.width = UNBOUNDED_WIDTH  # a pipe: one line per row, as vf-eval prints its tables
+        out.print(report_table(rows, title=f"Report: {len(rows)} runs"))
 
 
 def main(argv: list[str] | None = None) -> None:
