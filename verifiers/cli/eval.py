@@ -25,6 +25,7 @@ from verifiers.cli._common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    UNBOUNDED_WIDTH,
     CliError,
     exit_with_error,
     fail,
@@ -48,8 +49,6 @@ PROG = "vf-eval"
 DEFAULT_MODEL = "gpt-4.1-mini"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_VAR = "OPENAI_API_KEY"
-#: Console width without a terminal: no folding (tables are only as wide as their content).
-UNBOUNDED_WIDTH = 10_000
 #: Widest sample table (its text columns are clipped to fit).
 SAMPLE_WIDTH = 200
 log = logging.getLogger("verifiers.cli.eval")

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from verifiers.cli._common import fail, make_app, run_command
+from verifiers.cli._common import UNBOUNDED_WIDTH, fail, make_app, run_command
 
 PROG = "vf-eval report"
 
@@ -67,7 +67,6 @@ def report_command(
         sys.stdout.write(to_markdown(rows))
     else:
         from verifiers.cli._display import report_table
-        from verifiers.cli.eval import UNBOUNDED_WIDTH
 
         out = Console()
         if not out.is_terminal and "COLUMNS" not in os.environ:
