@@ -40,7 +40,9 @@ def _finished(client: TestClient, actors: Actors, h: str, key: str, model: str, 
 
 def test_a_lucky_small_run_does_not_outrank_a_large_one(client: TestClient, actors: Actors) -> None:
     h = _published(client, actors)
-    nine = _finished(client, actors, h, "key-nine-0001", "model-nine", [1.0] * 8 + [0.0])  # mean 0.889, 95% CI [0.565, 0.980]
+    nine = _finished(
+        client, actors, h, "key-nine-0001", "model-nine", [1.0] * 8 + [0.0]
+    )  # mean 0.889, 95% CI [0.565, 0.980]
     one = _finished(client, actors, h, "key-one-00001", "model-one", [1.0])
     perfect = {
         n: _finished(client, actors, h, f"key-perf-{n:04d}", f"model-{n}-perfect", [1.0] * n)
