@@ -38,7 +38,7 @@ from verifiers.cli._common import (
 
 if TYPE_CHECKING:  # imported lazily at run time: `vf-eval --help` stays fast
     from verifiers.envs.environment import Environment
-    from verifiers.eval.config import EvalConfig
+    from verifiers.eval.config import EvalConfig, SuiteEntry
     from verifiers.eval.launch import LocalModels
     from verifiers.eval.run import EvalRun
     from verifiers.hub.results import PushTarget
@@ -61,8 +61,9 @@ app = make_app(
     "(results.jsonl + metadata.json). Each setting comes from the flags, then a resumed run, then the "
     "environment package's [tool.verifiers.eval] defaults, then built-in defaults (all examples, 1 "
     "rollout each); --dry-run shows the result and where each value came from. `vf-eval view RUN_DIR` "
-    "serves a run's pages locally (vf-view); `vf-eval report RUN_DIR…` prints the benchmark table of saved runs. Exit status: 0 ok, 1 every rollout failed or the endpoint "
-    "was unreachable, 2 bad input, 130 interrupted."
+    "serves a run's pages locally (vf-view); `vf-eval report RUN_DIR…` prints the benchmark table of "
+    "saved runs. Exit status: 0 ok, 1 every rollout failed or the endpoint was unreachable, 2 bad input, "
+    "130 interrupted."
 )
 #: ``vf-eval view RUN_DIR …`` is ``vf-view RUN_DIR …`` (the pages are the hub's: hub_server).
 VIEW_COMMAND = "view"
@@ -710,7 +711,9 @@ def _run_suite(
         fail(f"{len(failed)} of {len(configs)} evaluations failed: {', '.join(failed)}", EXIT_FAILED)
 
 
-def _show_protocol(entries: list[Any], configs: list[EvalConfig], out: Console, json_output: bool) -> None:
+def _show_protocol(
+    entries: list[SuiteEntry], configs: list[EvalConfig], out: Console, json_output: bool
+) -> None:
     """A suite's protocol: every setting that decides a number, with where its value comes from."""
     from rich.table import Table
 
