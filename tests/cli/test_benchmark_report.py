@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from tests.cli._helpers import ROOT, RULES, assert_one_line_error, clean_env, run_cli, run_dirs
 from verifiers.eval.config import ConfigError, load_suite
-from verifiers.eval.report import report_row, to_markdown
+from verifiers.eval.report import package_drift, report_row, to_markdown
+from verifiers.hub.packaging import module_name
 from verifiers.hub.wire import wilson_interval
 from verifiers.types import RunCounts, RunMetadata
 
@@ -53,6 +55,22 @@ def test_the_intellect3_suite_covers_the_card_with_a_sourced_protocol() -> None:
     for aime in ("aime2024", "aime2025"):  # 30 problems are noisy: many samples each
         assert by_env[aime].settings["rollouts_per_example"] >= 16
     assert "diamond" in by_env["gpqa"].name.lower()
+
+
+def test_each_benchmark_package_carries_the_suites_protocol() -> None:
+    """``vf-eval aime2025`` alone follows the suite: each benchmark package in this checkout has the suite
+    entry's values as its ``[tool.verifiers.eval]`` defaults (issue 31). Read from the pyproject files, so
+    nothing needs installing; a benchmark whose package is not in the checkout is not checked."""
+    checked = []
+    for entry in load_suite(INTELLECT3):
+        pyproject = ROOT / "environments" / module_name(entry.env_id) / "pyproject.toml"
+        if not pyproject.is_file():
+            continue
+        table = tomllib.loads(pyproject.read_text()).get("tool", {}).get("verifiers", {}).get("eval", {})
+        assert package_drift(entry, table) == [], pyproject
+        checked.append(entry.env_id)
+    if not checked:
+        pytest.skip("none of the six benchmark packages is in this checkout")
 
 
 # --- the suite file's new keys ----------------------------------------------------------------------
