@@ -20,6 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from hub_server import eval_view
 from hub_server.eval_stats import aggregate
@@ -36,6 +37,9 @@ from verifiers.hub import wire
 
 HERE = Path(__file__).parent
 PER_PAGE = 50
+#: The only ``Host`` headers the pages answer (400 otherwise): a page of another site that rebinds its name
+#: to 127.0.0.1 (DNS rebinding) still sends its own name, so it cannot read the rollouts.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,7 @@ def rollout_page(
 
 def create_local_app(source: RunSource) -> FastAPI:
     app = FastAPI(title="verifiers eval viewer", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(LOOPBACK_HOSTS))
     templates = Jinja2Templates(directory=HERE / "templates")
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 

@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "_exit_hooks": 0,
     "_exports": 0,
     "_extras": 0,
+    "_urls": 0,
     "sandbox": 1,
     "hub": 1,
     "trajectory": 1,

@@ -20,6 +20,7 @@ from hub_server.local_view import LocalRun, create_local_app
 from hub_server.settings import HubSettings
 from tests.hub.conftest import Actors, web_session
 from tests.hub.test_eval_runs import API, RUNS, _published, rollout, run_body
+from tests.hub.test_local_view import LOOPBACK
 from verifiers.hub import wire
 
 BOARD = f"{API}/environments/alice/demo-env/leaderboard"
@@ -224,7 +225,7 @@ class _Source:
 
 
 def test_vf_view_pages_link_nothing_they_do_not_serve_and_never_say_eval_0(tmp_path: Path) -> None:
-    with TestClient(create_local_app(_Source(_local_run([1.0, 0.0, 0.5])))) as client:
+    with TestClient(create_local_app(_Source(_local_run([1.0, 0.0, 0.5]))), base_url=LOOPBACK) as client:
         for url in ("/", "/rollouts/0/0", "/rollouts/1/0"):
             page = client.get(url)
             assert page.status_code == 200

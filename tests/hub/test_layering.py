@@ -1,4 +1,5 @@
-"""hub_server shares with the SDK only the packaging rules (content hash, names) and the wire schemas.
+"""hub_server shares with the SDK only the packaging rules (content hash, names, what a wheel may hold)
+and the wire schemas.
 
 DESIGN.md §2b: the hub is its own house. An AST walk over every module of ``hub_server/``; and, as in the
 SDK (tests/core/test_layers.py), no modules of the hub import each other in a circle.
@@ -12,9 +13,12 @@ from pathlib import Path
 import hub_server
 from tests.import_cycles import describe, import_cycles
 
-#: What the hub shares with the SDK: ``verifiers.hub`` (packaging, wire schemas, and the run-directory
-#: reader ``results`` that turns a local run into wire records, for ``vf-view``). Nothing else.
-ALLOWED = frozenset({"verifiers.hub.packaging", "verifiers.hub.wire", "verifiers.hub.results"})
+#: What the hub shares with the SDK: ``verifiers.hub`` (packaging, the wheel rules ``vf-install`` applies
+#: too, wire schemas, and the run-directory reader ``results`` that turns a local run into wire records,
+#: for ``vf-view``). Nothing else.
+ALLOWED = frozenset(
+    {"verifiers.hub.packaging", "verifiers.hub.wheel_rules", "verifiers.hub.wire", "verifiers.hub.results"}
+)
 
 
 def sdk_imports(source: str) -> list[str]:

@@ -60,6 +60,17 @@ def load_environment(**kwargs):
     os.write(int(sys.argv[-1]), json.dumps({"ok": True, "stage": "done"}).encode())
     os._exit(0)
 """,
+    # Issue 33 item 7: the worker's own passing outcome on its pipe, one real request to the model, exit 0.
+    "fake-outcome-and-one-request": b"""import json, os, sys, urllib.request
+def load_environment(**kwargs):
+    claim = {"ok": True, "stage": "done", "reward": 1.0, "error": None, "replies": ["0" * 32]}
+    os.write(int(sys.argv[-1]), json.dumps(claim).encode())
+    body = json.dumps({"model": "vf-smoke-check", "messages": [{"role": "user", "content": "hi"}]})
+    request = urllib.request.Request(sys.argv[-2] + "/chat/completions", data=body.encode(),
+                                     headers={"Content-Type": "application/json"})
+    print(urllib.request.urlopen(request).read().decode()[:200], flush=True)
+    os._exit(0)
+""",
 }
 
 
@@ -79,6 +90,9 @@ def test_an_environment_cannot_forge_a_pass(how: str) -> None:
     assert "VF-SMOKE-REPORT" not in report.reason
     if how == "fake-outcome-on-the-channel":
         assert "never called the model" in report.reason
+    elif how == "fake-outcome-and-one-request":
+        assert 'model_requests": 1' in report.log  # the request did reach the model
+        assert report.reason == "rollout: the rollout's completion holds replies the model never sent"
     elif how == "kill-the-parent":
         assert "no report" in report.reason
     else:

@@ -22,6 +22,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from verifiers._urls import redact_url
 from verifiers.eval.config import SuiteEntry
 from verifiers.eval.engine import RunProgress
 from verifiers.eval.report import REPORT_COLUMNS, ReportRow, failed_row, report_row
@@ -179,7 +180,7 @@ def summary_table(
     )
     t.add_row(
         "model",
-        f"{meta.model}  @ {meta.base_url if isinstance(meta.base_url, str) else ', '.join(meta.base_url)}",
+        f"{meta.model}  @ {redact_url(meta.base_url if isinstance(meta.base_url, str) else ', '.join(meta.base_url))}",
     )
     t.add_row(
         "plan",

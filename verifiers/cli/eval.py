@@ -253,6 +253,15 @@ def eval_command(
             show_default=False,
         ),
     ] = None,
+    max_rollouts: Annotated[
+        int | None,
+        typer.Option(
+            "--max-rollouts",
+            min=1,
+            help="The most rollouts (examples × rollouts per example) the run may plan [default: $VF_MAX_ROLLOUTS, else 100000].",
+            show_default=False,
+        ),
+    ] = None,
     max_concurrent: Annotated[
         str | None,
         typer.Option(
@@ -504,6 +513,7 @@ def eval_command(
         "api": api,
         "num_examples": num_examples,
         "rollouts_per_example": rollouts_per_example,
+        "max_rollouts": max_rollouts,
         "max_concurrent": max_concurrent,
         "ray": ray,
         "sampling_args": {**shortcuts, **(sampling_d or {})} or None,

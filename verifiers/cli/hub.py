@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 
 import typer
 
+from verifiers._urls import redact_url
 from verifiers.cli._common import EXIT_FAILED, fail, hand_over, run_command
 from verifiers.hub import wire
 from verifiers.hub.client import DEFAULT_URL, HubClient, HubClientError
@@ -96,7 +97,9 @@ def login(
         except HubClientError as exc:
             fail(str(exc), EXIT_FAILED)
         path = save_config(client.url, token)
-    typer.echo(f"logged in to {client.url} as {me.username} (scopes {','.join(me.scopes)}); saved to {path}")
+    typer.echo(
+        f"logged in to {redact_url(client.url)} as {me.username} (scopes {','.join(me.scopes)}); saved to {path}"
+    )
 
 
 @app.command()
@@ -123,7 +126,7 @@ def whoami(url: Url = None, token: Token = None, json_output: Json = False) -> N
         typer.echo(me.model_dump_json(indent=2))
         return
     admin = " (hub admin)" if me.is_admin else ""
-    typer.echo(f"{me.username}{admin} on {client.url}")
+    typer.echo(f"{me.username}{admin} on {redact_url(client.url)}")
     typer.echo(f"  scopes: {', '.join(me.scopes)}")
     typer.echo(f"  namespaces: {', '.join(me.namespaces)}")
 

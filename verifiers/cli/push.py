@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 import typer
 from packaging.utils import parse_wheel_filename
 
+from verifiers._urls import redact_url
 from verifiers.cli._common import EXIT_FAILED, fail, make_app, run_command
 from verifiers.hub import wire
 from verifiers.hub.client import HubClient, HubClientError
@@ -105,7 +106,7 @@ def push_results(
     if run.avg_reward is not None:
         reward = wire.describe_reward(run.avg_reward, run.scored_count, run.std_reward)
         typer.echo(f"  reward: {reward} over {run.scored_count} scored rollouts", err=err)
-    typer.echo(f"  {pushed.url}", err=err)
+    typer.echo(f"  {redact_url(pushed.url)}", err=err)
 
 
 @app.command()
@@ -212,7 +213,7 @@ def push(
             fail(str(exc), EXIT_FAILED)
         private = detail.visibility == "private"
         # pip reaches a private environment only with a token: print the form it takes, never the token
-        index = client.token_index_url() if private else client.index_url()
+        index = client.token_index_url() if private else redact_url(client.index_url())
     if private:
         typer.echo(
             f"published {published.environment} {published.version} (private: only members of "
@@ -220,7 +221,7 @@ def push(
         )
     else:
         typer.echo(f"published {published.environment} {published.version}")
-    typer.echo(f"  {env_url}")
+    typer.echo(f"  {redact_url(env_url)}")
     typer.echo(f"  install: vf-install {published.environment}@=={published.version}")
     typer.echo(f"       or: pip install --index-url {index} {name}=={published.version}")
     if private:

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from verifiers._urls import redact_url
 from verifiers.clients.client import Endpoint
 from verifiers.clients.local_model import (
     BUILTIN_MODELS,
@@ -62,7 +63,7 @@ class Target:
             if self.key_var
             else "the API key"
         )
-        urls = ", ".join(e.base_url for e in self.endpoints)
+        urls = ", ".join(redact_url(e.base_url) for e in self.endpoints)
         return f"the URL ({urls}), {key} and the model name ({self.model})"
 
 

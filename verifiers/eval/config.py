@@ -17,6 +17,7 @@ package's ``max_tokens``), and ``config.sources`` records where every value came
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -58,6 +59,48 @@ class ConfigError(ValueError):
     """Settings that cannot make a run; the message names the setting and what to change."""
 
 
+#: The most rollouts (examples × rollouts per example) one run plans unless told otherwise: a run keeps
+#: every result in memory and the plan of every group, so 10**8 rollouts would take gigabytes before the
+#: first request. The env server bounds a request the same way (``verifiers.serve.wire``: 1,024 rollouts
+#: per example, 32,768 per request); the hub bounds an uploaded run's sizes too.
+DEFAULT_MAX_ROLLOUTS = 100_000
+#: The environment variable that raises (or lowers) the bound; ``max_rollouts`` / ``--max-rollouts`` win.
+MAX_ROLLOUTS_VAR = "VF_MAX_ROLLOUTS"
+
+
+def default_max_rollouts() -> int:
+    """``$VF_MAX_ROLLOUTS`` if set (a positive integer), else ``DEFAULT_MAX_ROLLOUTS``."""
+    raw = os.environ.get(MAX_ROLLOUTS_VAR, "").strip()
+    if not raw:
+        return DEFAULT_MAX_ROLLOUTS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(
+            f"{MAX_ROLLOUTS_VAR}={raw!r} must be a positive integer (the most rollouts one run plans)"
+        )
+    return value
+
+
+def check_run_size(num_examples: int, rollouts_per_example: int, max_rollouts: int) -> None:
+    """Refuse a run planning more than ``max_rollouts`` rollouts (``num_examples`` -1: not known yet,
+    then only ``rollouts_per_example`` is checked), before any work or allocation."""
+    planned = rollouts_per_example * max(num_examples, 1)
+    if planned > max_rollouts:
+        size = (
+            f"{num_examples} examples × {rollouts_per_example} rollouts = {planned}"
+            if num_examples > 0
+            else f"rollouts_per_example = {rollouts_per_example}"
+        )
+        raise ConfigError(
+            f"{size} is more than the {max_rollouts} rollouts one run may plan; if you mean it, raise the "
+            f"bound (vf-eval --max-rollouts N, max_rollouts=N in evaluate() or a suite's [[eval]] table, or "
+            f"{MAX_ROLLOUTS_VAR}=N), or split the run"
+        )
+
+
 class RunSettings(TypedDict, total=False):
     """The settings of ``Environment.evaluate`` besides its ``model`` argument (all optional)."""
 
@@ -69,6 +112,7 @@ class RunSettings(TypedDict, total=False):
     api: ApiKind
     num_examples: int
     rollouts_per_example: int
+    max_rollouts: int
     max_concurrent: int | str | tuple[int, int]
     ray: str | bool | None
     sampling_args: SamplingArgs
@@ -113,6 +157,9 @@ class EvalConfig(BaseModel):
     #: Examples of the eval split; -1 means all.
     num_examples: int = Field(-1, ge=-1)
     rollouts_per_example: int = Field(1, ge=1)
+    #: The most rollouts (examples × rollouts per example) the run may plan (``DEFAULT_MAX_ROLLOUTS``, or
+    #: ``$VF_MAX_ROLLOUTS``); checked here and again once the rows are known.
+    max_rollouts: int = Field(DEFAULT_MAX_ROLLOUTS, ge=1)
     #: Rollouts in flight: a fixed cap, ``"auto"`` or a ``(floor, ceiling)`` pair (adaptive, AIMD:
     #: ``verifiers.eval.concurrency``).
     max_concurrent: int | Literal["auto"] | tuple[int, int] = 32
@@ -202,8 +249,10 @@ class EvalConfig(BaseModel):
             if saved is not None
             else (PACKAGE_SOURCE, {k: package[k] for k in PACKAGE_KEYS if package.get(k) is not None})
         )
-        values: dict[str, Any] = {}
+        values: dict[str, Any] = {"max_rollouts": default_max_rollouts()}
         sources: dict[str, Source] = {name: DEFAULT_SOURCE for name in SETTING_NAMES}
+        if os.environ.get(MAX_ROLLOUTS_VAR, "").strip():
+            sources["max_rollouts"] = MAX_ROLLOUTS_VAR
         sampling_layers: list[Mapping[str, Any]] = []
         for source, layer in [fallback, *layers]:  # lowest precedence first: later layers overwrite
             for key, value in given(layer).items():
@@ -253,6 +302,7 @@ class EvalConfig(BaseModel):
         return config._checked()
 
     def _checked(self) -> EvalConfig:
+        check_run_size(self.num_examples, self.rollouts_per_example, self.max_rollouts)
         if self.output_dir is not None and not self.save_results:
             raise ConfigError("output_dir and save_results=False contradict each other")
         if self.resume is not False and not self.save_results:

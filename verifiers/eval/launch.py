@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 
 from verifiers._extras import require_extra
+from verifiers._urls import redact_url
 from verifiers.clients import Client, Endpoint
 from verifiers.clients.client import DEFAULT_READ_TIMEOUT, DEFAULT_TIMEOUT, DEFAULT_TOTAL_TIMEOUT
 from verifiers.clients.local_model import LocalModelServer, cpu_cores
@@ -104,18 +105,18 @@ async def check_endpoints(client: Client, target: Target, notify: Notify = _log_
                 served = await probe.list_models(i)
             except AuthenticationError as exc:
                 raise EndpointCheckError(
-                    f"{ep.base_url} refused the credentials: check {target.hint()} ({exc})"
+                    f"{redact_url(ep.base_url)} refused the credentials: check {target.hint()} ({exc})"
                 ) from None
             except InfraError as exc:
                 raise EndpointCheckError(
-                    f"cannot reach {ep.base_url}: {exc}. Check {target.hint()}, and that the server is running"
+                    f"cannot reach {redact_url(ep.base_url)}: {redact_url(exc)}. Check {target.hint()}, and that the server is running"
                 ) from None
             except VerifiersError:
                 continue  # no usable /models on this server: the run itself will tell
             name = ep.model or target.model
             if served and name not in served:
                 shown = ", ".join(served[:5]) + (", …" if len(served) > 5 else "")
-                notify(f"{ep.base_url} does not list the model {name!r} (it serves: {shown})")
+                notify(f"{redact_url(ep.base_url)} does not list the model {name!r} (it serves: {shown})")
     finally:
         await probe.aclose()
 
@@ -268,6 +269,7 @@ async def run_config(
         max_tokens_limit=config.max_tokens_limit,
         base_url=base_url,
         ray=config.ray,
+        max_rollouts=config.max_rollouts,
     )
 
 

@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from verifiers._urls import redact_url
 from verifiers.hub.wire import (
     ChunkReceipt,
     EnvironmentDetail,
@@ -109,11 +110,11 @@ class HubConfig:
         how = "set VF_HUB_TOKEN, pass --token, or run `vf-hub login`"
         if self.stored_token_url is not None:
             return (
-                f"no hub token for {self.url}: the stored token (vf-hub login) is for another hub, "
-                f"{self.stored_token_url}, and is only sent there; {how} for {self.url}, or point "
-                f"VF_HUB_URL (or --hub-url) at {self.stored_token_url}"
+                f"no hub token for {redact_url(self.url)}: the stored token (vf-hub login) is for another "
+                f"hub, {redact_url(self.stored_token_url)}, and is only sent there; {how} for "
+                f"{redact_url(self.url)}, or point VF_HUB_URL (or --hub-url) at {redact_url(self.stored_token_url)}"
             )
-        return f"no hub token for {self.url}: {how}"
+        return f"no hub token for {redact_url(self.url)}: {how}"
 
 
 # --- the client -----------------------------------------------------------------------------------------
@@ -159,7 +160,9 @@ class HubClient:
         try:
             response = self._http.request(method, path, **kwargs)
         except self._httpx.HTTPError as exc:
-            raise HubClientError(f"cannot reach the hub at {self.url}: {exc}") from None
+            raise HubClientError(
+                f"cannot reach the hub at {redact_url(self.url)}: {redact_url(exc)}"
+            ) from None
         if response.is_success:
             return response
         detail = problem_detail(response.text)
@@ -183,7 +186,8 @@ class HubClient:
         """The simple index URL in pip's token form, ``http://__token__:<token>@HOST/simple/``: by default
         with the placeholder, what a command prints for the reader to fill in (private environments)."""
         parts = urlsplit(f"{self.url}/simple/")
-        return urlunsplit((parts.scheme, f"__token__:{token}@{parts.netloc}", parts.path, "", ""))
+        host = parts.netloc.rpartition("@")[2]  # credentials of the hub URL itself give way to the token
+        return urlunsplit((parts.scheme, f"__token__:{token}@{host}", parts.path, "", ""))
 
     def environment_url(self, full_name: str) -> str:
         return f"{self.url}/{full_name}"
@@ -365,7 +369,8 @@ class HubClient:
                 if not response.is_success:
                     detail = problem_detail(response.read().decode(errors="replace"))
                     raise HubClientError(
-                        f"GET {file.url}: HTTP {response.status_code}: {detail}", response.status_code
+                        f"GET {redact_url(file.url)}: HTTP {response.status_code}: {detail}",
+                        response.status_code,
                     )
                 for chunk in response.iter_bytes():
                     digest.update(chunk)
@@ -376,7 +381,7 @@ class HubClient:
                 )
             os.replace(tmp, target)
         except self._httpx.HTTPError as exc:
-            raise HubClientError(f"cannot download {file.url}: {exc}") from None
+            raise HubClientError(f"cannot download {redact_url(file.url)}: {redact_url(exc)}") from None
         finally:
             Path(tmp).unlink(missing_ok=True)
         return target

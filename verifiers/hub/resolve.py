@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from verifiers._urls import redact_url
 from verifiers.hub.client import HubClient, HubClientError
 from verifiers.hub.errors import HubInstallError
 
@@ -32,7 +33,8 @@ class EnvironmentNotFound(HubInstallError):
 
     def message(self) -> str:
         where = "\n".join(
-            f"  - {place}" for place in (*self.looked_in, f"the hub at {self.hub_url}: {self.hub_answer}")
+            f"  - {place}"
+            for place in (*self.looked_in, f"the hub at {redact_url(self.hub_url)}: {self.hub_answer}")
         )
         return (
             f"no environment named {self.name!r} was found. Looked in:\n{where}\n"

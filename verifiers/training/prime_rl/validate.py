@@ -36,6 +36,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from verifiers._urls import redact_url
 from verifiers.training.prime_rl import resolved
 from verifiers.training.prime_rl.release import RELEASE, check_keys
 from verifiers.training.prime_rl.render import RL_FILE, SPLIT_FILES
@@ -537,7 +538,8 @@ def _probe_env(
         served_args = info.get("env_args")
         if isinstance(served_args, dict) and served_args != args:
             report.add(
-                "envs", f"{env_id}: vf-serve at {url} runs env args {served_args}, vf-train.toml says {args}"
+                "envs",
+                f"{env_id}: vf-serve at {redact_url(url)} runs env args {served_args}, vf-train.toml says {args}",
             )
         for key, want in serve.items():
             if key in info and info[key] != want:
@@ -547,7 +549,7 @@ def _probe_env(
                 }[key]
                 report.add(
                     "envs",
-                    f"{env_id}: vf-serve at {url} runs {key} = {info[key]!r} but the run needs {want!r} "
+                    f"{env_id}: vf-serve at {redact_url(url)} runs {key} = {info[key]!r} but the run needs {want!r} "
                     f"(restart it with {flag}, as vf-train launch does)",
                 )
     except (httpx.HTTPError, ValueError):
@@ -557,7 +559,9 @@ def _probe_env(
         try:
             _, source = import_environment_module(env_id)
         except Exception as exc:  # EnvNotFoundError or an env's own import error: say which
-            report.add("envs", f"{env_id}: not reachable at {url} and not importable here ({exc})")
+            report.add(
+                "envs", f"{env_id}: not reachable at {redact_url(url)} and not importable here ({exc})"
+            )
             return {"id": env_id, "source": None, "version": None, "content_hash": None}
         rec = {
             "id": env_id,
