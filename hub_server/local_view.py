@@ -85,6 +85,7 @@ def run_info(run: LocalRun) -> wire.EvalRunInfo:
         avg_reward=stats.avg_reward,
         std_reward=stats.std_reward,
         reward_ci95=stats.reward_ci95,
+        **wire.interval_fields(stats.avg_reward, stats.scored_count, stats.std_reward),
         pass_at_k=stats.pass_at_k,
         avg_metrics=stats.avg_metrics,
         error_counts=stats.error_counts,

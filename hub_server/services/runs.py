@@ -98,6 +98,7 @@ def _info(row: _RunRow) -> wire.EvalRunInfo:
         avg_reward=run.avg_reward,
         std_reward=run.std_reward,
         reward_ci95=run.reward_ci95,
+        **wire.interval_fields(run.avg_reward, run.scored_count, run.std_reward),
         pass_at_k=run.pass_at_k,
         avg_metrics=run.avg_metrics,
         error_counts=run.error_counts,
@@ -495,7 +496,7 @@ def run_overview(
 
 
 def _score(run: EvalRun) -> float:
-    bound = ranking_bound(run.avg_reward, run.scored_count, run.reward_ci95)
+    bound = ranking_bound(run.avg_reward, run.scored_count, run.std_reward)
     return bound if bound is not None else -math.inf
 
 
@@ -523,7 +524,8 @@ def leaderboard(session: Session, env: Environment, pick: wire.LeaderboardPick =
             run_id=run.id,
             avg_reward=run.avg_reward,
             reward_ci95=run.reward_ci95,
-            reward_lower=ranking_bound(run.avg_reward, run.scored_count, run.reward_ci95),
+            **wire.interval_fields(run.avg_reward, run.scored_count, run.std_reward),
+            reward_lower=ranking_bound(run.avg_reward, run.scored_count, run.std_reward),
             pass_at_k=run.pass_at_k,
             rollout_count=run.rollout_count,
             scored_count=run.scored_count,

@@ -164,6 +164,38 @@ CLASSIFIED: dict[str, dict[str, Entry]] = {
             "illustrative", "the layer diagram (tests/core/test_layers.py checks it against the imports)"
         ),
     },
+    "docs/benchmarks.md": {
+        "vf-eval @ suites/intellect3.toml -m MODEL -b URL": Skip(
+            "gpu", "a server of INTELLECT-3 (106B) or a model of its size, over six full benchmarks"
+        ),
+        "vf-eval @ suites/intellect3.toml -m MODEL -b URL --push": Skip(
+            "gpu", "the same six full benchmarks, then a hub"
+        ),
+        "vf-eval @ suites/intellect3.toml -m MODEL -b URL --dry-run": Skip(
+            "broken",
+            "issue 31: the six environments (aime2024, aime2025, livecodebench, gpqa, hle, mmlu-pro) are not "
+            "in this checkout yet; with them: Run(MODEL, subs MODEL -> scripted, URL -> {model_url})",
+        ),
+        "vf-eval @ suites/example.toml -m MODEL -b URL --dry-run": Run(
+            MODEL,
+            subs=(("MODEL", "scripted"), ("URL", "{model_url}")),
+            why=SCRIPTED,
+            expect=r"Protocol \(dry run: nothing was started\)",
+        ),
+        "vf-eval @ suites/example.toml -m MODEL -b URL": Run(
+            MODEL,
+            subs=(("MODEL", "scripted"), ("URL", "{model_url}")),
+            why=SCRIPTED,
+            expect="Suite: 2 evaluations",
+        ),
+        "vf-eval report outputs/evals/*/* --suite suites/example.toml --format md": Run(
+            expect=r"\| Math \(generated\) \| avg@2 [\d.]+ \| \[[\d.]+, [\d.]+\] \| pass@2"
+        ),
+        "vf-eval report outputs/evals/*/* --suite suites/example.toml --format json": Run(
+            expect='"benchmark": "Sudoku"'
+        ),
+        "toml: # a seventh [[eval]] of suites/intellect3.toml": Check("suite"),
+    },
     "docs/cli.md": {
         "vf-init demo-env": Run(),
         "vf-install demo-env": Run(),

@@ -66,7 +66,9 @@ def test_the_eval_page_shows_aggregates_histogram_examples_and_errors(
     assert page.status_code == 200, page.text
     html = page.text
     assert "org/model-a" in html and "0.1.0" in html
-    assert re.search(r'id="mean-reward">0\.625 ± 0\.\d{3}', html)  # (0 + 1 + 1 + 0.5) / 4, with its CI
+    # (0 + 1 + 1 + 0.5) / 4 with its 95% interval (Wilson's, as everywhere), labelled; no bare "±"
+    assert 'id="mean-reward">0.625 <span class="muted">95% CI</span> [0.219, 0.908]' in html
+    assert " ± " not in html
     assert "1 infra error" in html
     assert '<svg class="histogram"' in html and html.count('<rect class="bar"') == 10
     assert "RolloutTimeoutError" in html and "took 30 s" in html

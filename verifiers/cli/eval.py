@@ -25,6 +25,7 @@ from verifiers.cli._common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    UNBOUNDED_WIDTH,
     CliError,
     exit_with_error,
     fail,
@@ -37,7 +38,7 @@ from verifiers.cli._common import (
 
 if TYPE_CHECKING:  # imported lazily at run time: `vf-eval --help` stays fast
     from verifiers.envs.environment import Environment
-    from verifiers.eval.config import EvalConfig
+    from verifiers.eval.config import EvalConfig, SuiteEntry
     from verifiers.eval.launch import LocalModels
     from verifiers.eval.run import EvalRun
     from verifiers.hub.results import PushTarget
@@ -48,8 +49,6 @@ PROG = "vf-eval"
 DEFAULT_MODEL = "gpt-4.1-mini"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_VAR = "OPENAI_API_KEY"
-#: Console width without a terminal: no folding (tables are only as wide as their content).
-UNBOUNDED_WIDTH = 10_000
 #: Widest sample table (its text columns are clipped to fit).
 SAMPLE_WIDTH = 200
 log = logging.getLogger("verifiers.cli.eval")
@@ -63,11 +62,14 @@ app = make_app(
     "(results.jsonl + metadata.json). Each setting comes from the flags, then a resumed run, then the "
     "environment package's [tool.verifiers.eval] defaults, then built-in defaults (all examples, 1 "
     "rollout each); --dry-run shows the result and where each value came from. `vf-eval view RUN_DIR` "
-    "serves a run's pages locally (vf-view). Exit status: 0 ok, 1 every rollout failed or the endpoint "
-    "was unreachable, 2 bad input, 130 interrupted."
+    "serves a run's pages locally (vf-view); `vf-eval report RUN_DIR…` prints the benchmark table of "
+    "saved runs. Exit status: 0 ok, 1 every rollout failed or the endpoint was unreachable, 2 bad input, "
+    "130 interrupted."
 )
 #: ``vf-eval view RUN_DIR …`` is ``vf-view RUN_DIR …`` (the pages are the hub's: hub_server).
 VIEW_COMMAND = "view"
+#: ``vf-eval report RUN_DIR …``: the benchmark table of saved runs.
+REPORT_COMMAND = "report"
 
 
 def _normalize_argv(argv: list[str]) -> list[str]:
@@ -693,7 +695,7 @@ def _run_suite(
             if dry_run:
                 _show_config(config, out, json_output)
                 continue
-            row = SuiteRow(entry.origin, config.env_id, config.model)
+            row = SuiteRow(entry, config.model)
             rows.append(row)
             try:
                 env = _load_env(config.env_id, config.env_args, verbose)
@@ -711,12 +713,37 @@ def _run_suite(
                 out.print(f"[red]{escape(entry.origin)} failed:[/] {escape(str(exc))}")
                 row.failure = str(exc)
     if dry_run:
+        _show_protocol(entries, configs, out, json_output)
         return
     out.print()
     out.print(suite_table(rows, pushed=hub is not None))
     failed = [row.origin for row in rows if row.failure is not None]
     if failed:
         fail(f"{len(failed)} of {len(configs)} evaluations failed: {', '.join(failed)}", EXIT_FAILED)
+
+
+def _show_protocol(
+    entries: list[SuiteEntry], configs: list[EvalConfig], out: Console, json_output: bool
+) -> None:
+    """A suite's protocol: every setting that decides a number, with where its value comes from."""
+    from rich.table import Table
+
+    from verifiers.eval.report import package_drift, protocol_rows
+
+    rows = protocol_rows(entries, configs)
+    drift = [note for entry in entries for note in package_drift(entry, _package_defaults(entry.env_id))]
+    if json_output:
+        _json_dump({"protocol": [r.model_dump(mode="json") for r in rows], "package_drift": drift})
+        return
+    table = Table(title="Protocol (dry run: nothing was started)", title_justify="left")
+    for name in ("benchmark", "setting", "value"):
+        table.add_column(name)
+    table.add_column("source", overflow="fold")
+    for r in rows:
+        table.add_row(escape(r.benchmark), r.setting, escape(repr(r.value)), escape(r.source))
+    out.print(table)
+    for note in drift:
+        out.print(f"[yellow]note:[/] {escape(note)}")
 
 
 def _check_suite_push(entries: list[Any], configs: list[EvalConfig], hub: _Hub) -> dict[int, PushTarget]:
@@ -879,6 +906,11 @@ def _rescore(
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == [REPORT_COMMAND]:  # the benchmark table of saved runs (verifiers.cli.report)
+        from verifiers.cli.report import main as report_main
+
+        report_main(given[1:])
+        return
     if given[:1] == [VIEW_COMMAND]:  # vf-view's own flags and help (`vf-eval view -h`)
         try:
             _view(given[1:])

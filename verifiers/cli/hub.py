@@ -204,8 +204,14 @@ def info(
         typer.echo(f"leaderboard ({wire.LEADERBOARD_RANKING}):")
         for e in board.entries[:10]:
             mean = "—" if e.avg_reward is None else f"{e.avg_reward:.3f}"
-            ci = f" ± {e.reward_ci95:.3f}" if e.reward_ci95 is not None else ""
-            typer.echo(f"  {e.model}  {e.version}  {mean}{ci}  ({e.rollout_count} rollouts, eval {e.run_id})")
+            ci = (
+                f", {wire.ci_text(e.reward_ci_low, e.reward_ci_high)}"
+                if e.reward_ci_low is not None and e.reward_ci_high is not None
+                else ""
+            )
+            typer.echo(
+                f"  {e.model}  {e.version}  mean {mean}{ci}  ({e.rollout_count} rollouts, eval {e.run_id})"
+            )
 
 
 def _set_yanked(

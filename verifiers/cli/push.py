@@ -19,6 +19,7 @@ from packaging.utils import parse_wheel_filename
 
 from verifiers._urls import redact_url
 from verifiers.cli._common import EXIT_FAILED, fail, make_app, run_command
+from verifiers.hub import wire
 from verifiers.hub.client import HubClient, HubClientError
 from verifiers.hub.packaging import content_hash_of_sdist, module_name
 from verifiers.hub.results import PushTarget
@@ -103,8 +104,8 @@ def push_results(
         err=err,
     )
     if run.avg_reward is not None:
-        ci = f" ± {run.reward_ci95:.3f}" if run.reward_ci95 is not None else ""
-        typer.echo(f"  mean reward {run.avg_reward:.3f}{ci} over {run.scored_count} scored rollouts", err=err)
+        reward = wire.describe_reward(run.avg_reward, run.scored_count, run.std_reward)
+        typer.echo(f"  reward: {reward} over {run.scored_count} scored rollouts", err=err)
     typer.echo(f"  {redact_url(pushed.url)}", err=err)
 
 

@@ -339,8 +339,15 @@ def _validation_message(exc: ValidationError, sources: Mapping[str, Source]) -> 
 SUITE_SOURCE: Source = "config file"
 
 
+#: Keys of an ``[[eval]]`` table that describe the entry rather than set the run (``SuiteEntry``).
+SUITE_ENTRY_KEYS = frozenset({"benchmark", "reference", "sources"})
+
+
 class SuiteEntry(BaseModel):
-    """One ``[[eval]]`` table of a suite file: an environment id and its settings."""
+    """One ``[[eval]]`` table of a suite file: an environment id and its settings, and optionally how a
+    report names it (``benchmark``), the value a model card reports for it (``reference``, in percent)
+    and where each setting's value comes from (``sources``: setting name → text, ``sampling_args.<key>``
+    for a sampling argument)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -348,6 +355,55 @@ class SuiteEntry(BaseModel):
     settings: dict[str, Any]
     #: Where it was read from, for messages (``suite.toml [[eval]] #2``).
     origin: str
+    benchmark: str | None = None
+    reference: float | None = None
+    sources: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """What a report calls it: ``benchmark``, else the environment id."""
+        return self.benchmark or self.env_id
+
+
+def _setting_paths(settings: Mapping[str, Any]) -> set[str]:
+    """The names ``sources`` may explain: each setting, and ``sampling_args.<key>`` / ``env_args.<key>``."""
+    paths = set(settings)
+    for table in ("sampling_args", "env_args"):
+        if isinstance(settings.get(table), Mapping):
+            paths |= {f"{table}.{k}" for k in settings[table]}
+    return paths
+
+
+def _entry_fields(origin: str, table: dict[str, Any]) -> dict[str, Any]:
+    """``benchmark``, ``reference`` and ``sources`` of an ``[[eval]]`` table, checked (popped from it)."""
+    fields: dict[str, Any] = {}
+    benchmark = table.pop("benchmark", None)
+    if benchmark is not None:
+        if not isinstance(benchmark, str) or not benchmark.strip():
+            raise ConfigError(f'{origin}: benchmark must be a name, e.g. benchmark = "AIME 2025"')
+        fields["benchmark"] = benchmark.strip()
+    reference = table.pop("reference", None)
+    if reference is not None:
+        if isinstance(reference, bool) or not isinstance(reference, int | float) or not 0 <= reference <= 100:
+            raise ConfigError(
+                f"{origin}: reference must be the model card's value in percent (0-100), not {reference!r}"
+            )
+        fields["reference"] = float(reference)
+    sources = table.pop("sources", None)
+    if sources is not None:
+        if not isinstance(sources, dict) or not all(
+            isinstance(v, str) and v.strip() for v in sources.values()
+        ):
+            raise ConfigError(f'{origin}: sources must be a table of setting = "where the value comes from"')
+        known = _setting_paths(table) | ({"reference"} if reference is not None else set())
+        stray = sorted(set(sources) - known)
+        if stray:
+            raise ConfigError(
+                f"{origin}: sources names {', '.join(stray)}, which this entry does not set "
+                f"(it sets: {', '.join(sorted(known))})"
+            )
+        fields["sources"] = {k: " ".join(v.split()) for k, v in sources.items()}
+    return fields
 
 
 def load_suite(path: str | Path) -> list[SuiteEntry]:
@@ -378,12 +434,14 @@ def load_suite(path: str | Path) -> list[SuiteEntry]:
         env_id = settings.pop("env_id", None) or settings.pop("env", None)
         if not isinstance(env_id, str) or not env_id:
             raise ConfigError(f'{origin} needs env_id = "…" (the environment to evaluate)')
-        unknown = sorted(set(settings) - SETTING_NAMES)
+        unknown = sorted(set(settings) - SETTING_NAMES - SUITE_ENTRY_KEYS)
         if unknown:
             raise ConfigError(
-                f"{origin}: unknown setting(s) {', '.join(unknown)}; known: env_id, {', '.join(sorted(SETTING_NAMES))}"
+                f"{origin}: unknown setting(s) {', '.join(unknown)}; known: env_id, "
+                f"{', '.join(sorted(SETTING_NAMES | SUITE_ENTRY_KEYS))}"
             )
-        entries.append(SuiteEntry(env_id=env_id, settings=settings, origin=origin))
+        fields = _entry_fields(origin, settings)
+        entries.append(SuiteEntry(env_id=env_id, settings=settings, origin=origin, **fields))
     return entries
 
 
@@ -458,6 +516,7 @@ __all__ = [
     "PACKAGE_SOURCE",
     "RESUMED_SOURCE",
     "SETTING_NAMES",
+    "SUITE_ENTRY_KEYS",
     "SUITE_SOURCE",
     "ApiKind",
     "ClientBackend",
