@@ -61,3 +61,11 @@ def test_runs_and_suite_entries_over_the_bound_are_refused_before_they_start(
         cwd=workdir,
     )
     assert ok.code == 0, ok.stderr
+
+
+def test_zero_examples_is_refused_before_any_work(workdir: Path, start_server: Callable[..., Server]) -> None:
+    srv = start_server()
+    res = run_cli("vf-eval", "cli-env", "-b", srv.url, "-m", "m", "-n", "0", cwd=workdir)
+    assert res.code == 2, res.stderr
+    assert "-n/--num-examples=0 evaluates nothing" in res.stderr and "-1 for all" in res.stderr
+    assert run_dirs(workdir) == []  # nothing written

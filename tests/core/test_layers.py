@@ -39,6 +39,7 @@ LAYERS: dict[str, int] = {
     "envs": 5,
     "serve": 6,
     "training": 6,
+    "jobs": 6,
     "cli": 7,
 }
 #: Same-layer parts that may import each other's modules, with the reason.

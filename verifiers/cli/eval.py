@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -42,6 +43,7 @@ if TYPE_CHECKING:  # imported lazily at run time: `vf-eval --help` stays fast
     from verifiers.eval.launch import LocalModels
     from verifiers.eval.run import EvalRun
     from verifiers.hub.results import PushTarget
+    from verifiers.jobs.suite import SuiteItem
     from verifiers.types import RunMetadata
 
 PROG = "vf-eval"
@@ -577,6 +579,19 @@ class _Hub:
 
         return check_push(env_id, version, content_hash, url=self.url, token=self.token, before=before)
 
+    def check_suite(self, items: Sequence[SuiteItem]) -> dict[int, PushTarget]:
+        """``--push`` for a suite: every entry checked before the first runs (``check_suite_push``)."""
+        from verifiers.hub.client import HubClient
+        from verifiers.jobs.suite import SuitePushError, check_suite_push
+
+        with HubClient(url=self.url, token=self.token) as client:
+            if not client.token:
+                fail(f"--push: {client.config.missing_token_message()}")
+            try:
+                return check_suite_push(items, client)
+            except SuitePushError as exc:
+                fail(str(exc), EXIT_FAILED)
+
     def push(self, run_dir: Path, target: PushTarget | None, *, err: bool) -> None:
         from verifiers.cli.push import push_results
 
@@ -597,20 +612,19 @@ def target_of_hint(config: EvalConfig) -> str:
 
 
 def _resolve(env_id: str, layers: list[tuple[str, dict[str, Any]]]) -> EvalConfig:
-    from verifiers.eval.config import ConfigError, resolve_eval_config
-    from verifiers.eval.launch import target_of
+    from verifiers.errors import VerifiersError
+    from verifiers.eval.config import ConfigError
     from verifiers.eval.runs import ResumeMismatchError
-    from verifiers.hub.packaging import normalize_name
+    from verifiers.jobs.suite import resolve_run_config
 
-    env_id = normalize_name(env_id)  # the id runs are recorded (and found by --resume) under
     try:
-        config = resolve_eval_config(env_id, *layers, package_defaults=_package_defaults(env_id))
-        target_of(config)  # a bad target fails before anything loads (a local model, a dataset)
+        return resolve_run_config(env_id, layers)
     except ResumeMismatchError as exc:
         fail(str(exc))
     except ConfigError as exc:
         fail(_flag_names(str(exc)))
-    return config
+    except VerifiersError as exc:  # the package's defaults cannot be read, or it is not installed
+        fail(str(exc))
 
 
 #: Library setting names → the flags that set them, for error messages. Only names that cannot be
@@ -671,55 +685,68 @@ def _run_suite(
     hub: _Hub | None,
 ) -> None:
     from verifiers.cli._display import SuiteRow, suite_table
-    from verifiers.eval.config import SUITE_SOURCE, ConfigError, load_suite
-    from verifiers.eval.launch import LocalModels
+    from verifiers.eval.config import ConfigError
+    from verifiers.jobs.suite import SuiteOutcome, plan_suite, run_suite
 
     try:
-        entries = load_suite(path)
-    except ConfigError as exc:
-        fail(str(exc))
-    configs = []
-    for entry in entries:
-        try:
-            configs.append(_resolve(entry.env_id, [(SUITE_SOURCE, entry.settings), ("flag", flags)]))
-        except CliError as exc:
-            fail(f"{entry.origin}: {exc}", exc.code)
-    targets = _check_suite_push(entries, configs, hub) if hub is not None and not dry_run else {}
-    rows: list[SuiteRow] = []
-    # One local model server per model for the whole suite, not one per entry.
-    with LocalModels.for_configs(configs) as local_models:
-        for i, (entry, config) in enumerate(zip(entries, configs, strict=True), start=1):
-            # Entry, environment and model first: a bounded rule cuts a long suite path, not what matters.
-            title = f"[[eval]] #{i} {config.env_id} · {config.model} ({path})"
-            _rule(out, f"[bold]{i}/{len(configs)}[/] {escape(title)}")
-            if dry_run:
-                _show_config(config, out, json_output)
-                continue
-            row = SuiteRow(entry, config.model)
-            rows.append(row)
-            try:
-                env = _load_env(config.env_id, config.env_args, verbose)
-                run = _run_env(env, config, out, verbose, local_models)
-                row.metadata, row.path = run.metadata, run.path
-                failure = _report(run, target_of_hint(config), out, json_output, verbose)
-                if failure is not None:
-                    fail(failure + ("; not pushed" if hub is not None else ""), EXIT_FAILED)
-                if hub is not None and run.path is not None:
-                    hub.push(run.path, targets.get(i), err=json_output)
-                    row.pushed = True
-            except CliError as exc:
-                if exc.code == EXIT_INTERRUPTED:
-                    raise
-                out.print(f"[red]{escape(entry.origin)} failed:[/] {escape(str(exc))}")
-                row.failure = str(exc)
+        items = plan_suite(path, flags)
+    except ConfigError as exc:  # the file, or an entry's settings (named)
+        fail(_flag_names(str(exc)))
+    targets = hub.check_suite(items) if hub is not None and not dry_run else {}
+
+    def title(item: SuiteItem) -> None:
+        # Entry, environment and model first: a bounded rule cuts a long suite path, not what matters.
+        head = f"[[eval]] #{item.index} {item.config.env_id} · {item.config.model} ({path})"
+        _rule(out, f"[bold]{item.index}/{len(items)}[/] {escape(head)}")
+
     if dry_run:
-        _show_protocol(entries, configs, out, json_output)
+        for item in items:
+            title(item)
+            _show_config(item.config, out, json_output)
+        _show_protocol([i.entry for i in items], [i.config for i in items], out, json_output)
         return
+
+    def run_one(item: SuiteItem, local_models: LocalModels) -> EvalRun:
+        title(item)
+        try:
+            env = _load_env(item.config.env_id, item.config.env_args, verbose)
+            run = _run_env(env, item.config, out, verbose, local_models)
+            failure = _report(run, target_of_hint(item.config), out, json_output, verbose)
+        except CliError as exc:
+            if exc.code == EXIT_INTERRUPTED:
+                raise _Interrupted(exc) from None
+            out.print(f"[red]{escape(item.entry.origin)} failed:[/] {escape(str(exc))}")
+            raise
+        if failure is not None:
+            failure += "; not pushed" if hub is not None else ""
+            out.print(f"[red]{escape(item.entry.origin)} failed:[/] {escape(failure)}")
+            raise CliError(failure, EXIT_FAILED)
+        return run
+
+    def push(outcome: SuiteOutcome) -> None:
+        assert hub is not None and outcome.path is not None
+        hub.push(outcome.path, targets.get(outcome.item.index), err=json_output)
+
+    try:
+        outcomes = run_suite(items, run_one, push=push if hub is not None else None)
+    except _Interrupted as stop:
+        raise stop.error from None
+    rows = [
+        SuiteRow(o.item.entry, o.item.config.model, o.metadata, o.path, o.failure, o.pushed) for o in outcomes
+    ]
     out.print()
     out.print(suite_table(rows, pushed=hub is not None))
     failed = [row.origin for row in rows if row.failure is not None]
     if failed:
-        fail(f"{len(failed)} of {len(configs)} evaluations failed: {', '.join(failed)}", EXIT_FAILED)
+        fail(f"{len(failed)} of {len(items)} evaluations failed: {', '.join(failed)}", EXIT_FAILED)
+
+
+class _Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a suite entry: stops the suite (``run_suite`` records an ``Exception`` and goes on)."""
+
+    def __init__(self, error: CliError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _show_protocol(
@@ -744,36 +771,6 @@ def _show_protocol(
     out.print(table)
     for note in drift:
         out.print(f"[yellow]note:[/] {escape(note)}")
-
-
-def _check_suite_push(entries: list[Any], configs: list[EvalConfig], hub: _Hub) -> dict[int, PushTarget]:
-    """``--push`` for a suite: every entry's environment checked against the hub before the first entry
-    runs; one that cannot be pushed stops the suite before anything ran."""
-    from verifiers.envs.loading import environment_identity
-    from verifiers.errors import VerifiersError
-
-    targets: dict[int, PushTarget] = {}
-    problems: list[str] = []
-    for i, (entry, config) in enumerate(zip(entries, configs, strict=True), start=1):
-        if not config.save_results or config.output_dir is None:
-            problems.append(f"{entry.origin}: --push needs the saved run directory (save_results is off)")
-            continue
-        try:
-            ident = environment_identity(config.env_id)
-            targets[i] = hub.check(ident.env_id, ident.version, ident.content_hash, before="the suite")
-        except VerifiersError as exc:
-            problems.append(f"{entry.origin}: {exc}")
-        except CliError as exc:
-            problems.append(f"{entry.origin}: {exc}")
-            if exc.code == EXIT_USAGE:  # no token: the same for every entry
-                break
-    if problems:
-        fail(
-            f"--push: {len(problems)} of {len(entries)} evaluations cannot be pushed, so none was run: "
-            + "; ".join(problems),
-            EXIT_FAILED,
-        )
-    return targets
 
 
 #: Widest rule between suite entries when the output is not a terminal (logs, pipes).
@@ -860,18 +857,18 @@ def _rescore(
     out: Console,
 ) -> None:
     from verifiers.cli._display import fmt_reward, rescore_table
-    from verifiers.eval.rescore import RescoreError, load_metadata, rescore
-    from verifiers.hub.packaging import normalize_name
+    from verifiers.eval.rescore import RescoreError
+    from verifiers.jobs.rescore import rescore_saved_run
 
     try:
-        meta = load_metadata(run_dir)
-    except RescoreError as exc:
-        fail(f"--rescore: {exc}")
-    if env_id is not None and normalize_name(env_id) != normalize_name(meta.env_id):
-        fail(f"--rescore: {run_dir} is a run of {meta.env_id}, not {env_id}")
-    env = _load_env(meta.env_id, env_args if env_args is not None else meta.env_args, verbose)
-    try:
-        result = rescore(env, run_dir, output_dir=output_dir, save=save)
+        result = rescore_saved_run(
+            run_dir,
+            env_id=env_id,
+            env_args=env_args,
+            output_dir=output_dir,
+            save=save,
+            load=lambda env_id, args: _load_env(env_id, dict(args), verbose),
+        )
     except RescoreError as exc:
         fail(f"--rescore: {exc}")
     path = str(result.path) if result.path is not None else None

@@ -41,7 +41,7 @@ from verifiers.training.prime_rl import resolved
 from verifiers.training.prime_rl.release import RELEASE, check_keys
 from verifiers.training.prime_rl.render import RL_FILE, SPLIT_FILES
 from verifiers.training.prime_rl.resolved import as_int
-from verifiers.training.prime_rl.spec import LOSS_KWARGS, NAME, SPEC_FILE, RunSpec, spec_problems
+from verifiers.training.prime_rl.spec import LOSS_KWARGS, NAME, SPEC_FILE, RunSpec, spec_errors
 
 VALIDATION_FILE = "validation.json"
 _ROOTS = {
@@ -150,7 +150,8 @@ def validate(run_dir: Path, *, probe_envs: bool = True, timeout: float = 3.0) ->
     except FileNotFoundError:
         report.add("files", f"{SPEC_FILE} is missing (run vf-train render)")
     except (ValueError, tomllib.TOMLDecodeError) as exc:
-        report.add("files", f"{SPEC_FILE}: {spec_problems(exc)}")
+        for problem in spec_errors(exc):  # one line each: a count that matches what is listed
+            report.add("files", f"{SPEC_FILE}: {problem}")
     splits: dict[str, dict[str, Any]] = {}
     if rl is not None:
         for name in SPLIT_FILES:
@@ -270,14 +271,15 @@ def _seq_lens(rl: dict[str, Any]) -> tuple[int, int]:
 def _check_lengths(rl: dict[str, Any], spec: RunSpec | None, report: Report) -> str:
     orch, trainer = _seq_lens(rl)
     max_tokens = _get(rl, "orchestrator.sampling.max_tokens")
-    budget = spec.prompt_budget if spec is not None else 0
+    # Without a readable vf-train.toml the prompt budget is unknown, not 0.
+    budget = spec.prompt_budget if spec is not None else None
     if max_tokens is None:
         report.add(
             "lengths", "orchestrator.sampling.max_tokens is unset: generation is bounded only by the context"
         )
     else:
         max_tokens = _int(rl, "orchestrator.sampling.max_tokens")
-        if budget + max_tokens > orch:
+        if budget is not None and budget + max_tokens > orch:
             report.add(
                 "lengths",
                 f"prompt budget {budget} + orchestrator.sampling.max_tokens {max_tokens} = {budget + max_tokens} "
@@ -285,7 +287,12 @@ def _check_lengths(rl: dict[str, Any], spec: RunSpec | None, report: Report) -> 
             )
     if orch > trainer:
         report.add("lengths", f"orchestrator.seq_len {orch} exceeds trainer.model.seq_len {trainer}")
-    line = f"prompt budget {budget} + max_tokens {max_tokens} <= orchestrator.seq_len {orch} <= trainer.model.seq_len {trainer}"
+    shown = (
+        f"prompt budget {budget}" if budget is not None else f"prompt budget unknown ({SPEC_FILE} unreadable)"
+    )
+    line = (
+        f"{shown} + max_tokens {max_tokens} <= orchestrator.seq_len {orch} <= trainer.model.seq_len {trainer}"
+    )
     if _get(rl, "inference") is not None:
         if _get(rl, "inference.model.max_model_len") is None:
             report.add(
