@@ -219,8 +219,17 @@ class ScriptedServer:
 
     def __post_init__(self) -> None:
         self._arrived = threading.Condition(self._lock)
-        if self.script is None:
-            self.script = Script(rules=self.rules, default=Answer(content=self.default))
+        self._built: tuple[tuple[Any, ...], Script] | None = None
+
+    def _script(self) -> Script:
+        """The rules file given, else one made of ``rules`` and ``default`` — remade when a test changes
+        them after the server started (``server.default = …``), kept otherwise (rules count their uses)."""
+        if self.script is not None:
+            return self.script
+        key = (self.default, *map(id, self.rules))
+        if self._built is None or self._built[0] != key:
+            self._built = (key, Script(rules=self.rules, default=Answer(content=self.default)))
+        return self._built[1]
 
     @property
     def url(self) -> str:
@@ -267,9 +276,8 @@ class ScriptedServer:
             if asyncio.iscoroutine(r):
                 r = await r
             return r  # type: ignore[return-value]
-        assert self.script is not None
         with self._lock:  # the rules count their uses (``times``)
-            answer = self.script.answer(messages_of(body))
+            answer = self._script().answer(messages_of(body))
         return self._reply_of(answer)
 
     def _reply_of(self, answer: Answer) -> Reply:

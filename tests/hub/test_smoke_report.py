@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 import tracemalloc
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -171,3 +174,27 @@ def test_dependency_wheels_are_streamed_from_disk(
     assert "heavydep-1.0" in report.log and after_base
     grew = peak - after_base[0]
     assert grew < 24 * MiB, f"the check allocated {grew / MiB:.0f} MiB more for a 40 MiB dependency"
+
+
+@pytest.mark.sandbox
+def test_vf_smoke_prints_one_progress_line_and_the_log_only_on_failure(tmp_path: Path) -> None:
+    def vf_smoke(dist: Dist, *flags: str) -> subprocess.CompletedProcess[str]:
+        filename, data = dist.wheel()
+        (tmp_path / filename).write_bytes(data)
+        cmd = [
+            sys.executable,
+            "-m",
+            "verifiers.cli.smoke",
+            str(tmp_path / filename),
+            "--backend",
+            smoke_backend(),
+        ]
+        return subprocess.run([*cmd, *flags], capture_output=True, text=True, timeout=600)
+
+    good = vf_smoke(Dist(name="quiet-env", files={"quiet_env/__init__.py": GOOD}))
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert good.stdout.splitlines()[0].startswith("smoke check of quiet_env-0.1.0-py3-none-any.whl: ")
+    assert good.stdout.splitlines()[-1].startswith("smoke check: passed")
+    assert len(good.stdout.splitlines()) == 2, good.stdout  # no pip lines on a pass
+    broken = vf_smoke(Dist(name="loud-env", files={"loud_env/__init__.py": b"raise RuntimeError('boom')\n"}))
+    assert broken.returncode == 1 and "boom" in broken.stdout and "smoke check: failed" in broken.stdout

@@ -384,12 +384,24 @@ def run_list(
             fail(str(exc), EXIT_FAILED)
     if not page.items:
         typer.echo(f"no eval runs of {owner}/{name} you may see")
-    for r in page.items:
-        mean = "—" if r.avg_reward is None else f"{r.avg_reward:.3f}"
-        typer.echo(
-            f"{r.id:>6}  {r.visibility:<7}  {r.status:<9}  {r.model}  {r.version}  mean {mean}  "
-            f"{r.rollout_count} rollouts  {r.created_at:%Y-%m-%d}"
+        return
+    header = ("RUN", "VISIBILITY", "STATUS", "MODEL", "VERSION", "MEAN", "ROLLOUTS", "CREATED")
+    rows = [
+        (
+            str(r.id),
+            r.visibility,
+            r.status,
+            r.model,
+            r.version,
+            "—" if r.avg_reward is None else f"{r.avg_reward:.3f}",
+            str(r.rollout_count),
+            f"{r.created_at:%Y-%m-%d}",
         )
+        for r in page.items
+    ]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        typer.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
 
 
 # --- the server side: handed to hub_server ---------------------------------------------------------------

@@ -303,7 +303,9 @@ class EvalConfig(BaseModel):
 
     def _checked(self) -> EvalConfig:
         if self.num_examples == 0:  # a run of nothing would "complete" with an empty run directory
-            raise ConfigError("num_examples=0 evaluates nothing: give how many examples to run, or -1 for all")
+            raise ConfigError(
+                "num_examples=0 evaluates nothing: give how many examples to run, or -1 for all"
+            )
         check_run_size(self.num_examples, self.rollouts_per_example, self.max_rollouts)
         if self.output_dir is not None and not self.save_results:
             raise ConfigError("output_dir and save_results=False contradict each other")

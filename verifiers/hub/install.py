@@ -45,7 +45,7 @@ from verifiers.hub._rollback import Snapshot, take_snapshot
 from verifiers.hub.client import HubClient, HubClientError, ResolvedVersion
 from verifiers.hub.errors import HubInstallError as HubInstallError
 from verifiers.hub.packaging import content_hash_of_module, normalize_name, parse_env_spec
-from verifiers.hub.resolve import check_bare_name
+from verifiers.hub.resolve import check_bare_name, close_names, did_you_mean
 from verifiers.hub.wheel_rules import ArchiveError, inspect_wheel
 
 Installer = Literal["auto", "pip", "uv"]
@@ -270,7 +270,10 @@ def install_from_hub(
             client, parsed.owner, parsed.name, parsed.specifier, upgrade, python, installer, frozenset()
         )
     except HubClientError as exc:
-        raise HubInstallError(f"cannot install {spec}: {exc}") from None
+        hint = ""
+        if exc.status_code == 404 and parsed.owner is not None and "not found" in str(exc):
+            hint = did_you_mean(close_names(client, parsed.name, parsed.owner))  # a typo, not a version
+        raise HubInstallError(f"cannot install {spec}: {exc}{hint}") from None
     finally:
         if own_client:
             client.close()

@@ -270,6 +270,23 @@ async def test_finish_ends_the_rollout(tmp_path: Path) -> None:
     assert run.results[0]["stop_condition"] == "finished" and run.results[0]["reward"] == 0.0
 
 
+async def test_a_finish_on_the_last_allowed_turn_counts(tmp_path: Path) -> None:
+    """A correct finish(answer) made on turn max_turns runs and is scored (it was dropped: reward 0)."""
+    env = load_environment(num_examples=1, max_turns=2)
+    row = bundled_questions()[0]
+    url = row["hops"][0]["url"]
+    with ScriptedServer() as server:
+        server.enqueue(Reply(content=None, tool_calls=[tool_call("open", {"urls": [url]}, "a")]))
+        server.enqueue(
+            Reply(content=None, tool_calls=[tool_call("finish", {"final_answer": row["answer"]}, "b")])
+        )
+        run = await env.a_evaluate(server.url, "m", num_examples=1, output_dir=tmp_path)
+        assert len(server.requests) == 2  # no third model call
+    result = run.results[0]
+    assert result["error"] is None and result["reward"] == 1.0, result
+    assert result["stop_condition"] == "finished" and result["completion"][-1]["role"] == "tool"
+
+
 # --- own corpus, sources, arguments --------------------------------------------------------------------
 def test_own_corpus_directory(tmp_path: Path) -> None:
     (tmp_path / "notes").mkdir()
