@@ -36,6 +36,7 @@ from hub_server.routers import api, evals, manage, pages, simple, smoke as smoke
 from hub_server.services.errors import HubError
 from hub_server.settings import HubSettings
 from hub_server.simple_index import FastPath
+from verifiers.hub import wire
 
 log = logging.getLogger("hub_server")
 HERE = Path(__file__).parent
@@ -160,6 +161,9 @@ def create_app(settings: HubSettings | None = None) -> FastAPI:
     )
     app.state.hub = hub
     app.state.templates = Jinja2Templates(directory=HERE / "templates")
+    app.state.templates.env.globals["run_warnings"] = (
+        wire.RUN_WARNINGS
+    )  # the text behind a run's warning codes
 
     @app.exception_handler(HubError)
     async def _hub_error(request: Request, exc: HubError) -> Response:

@@ -92,6 +92,7 @@ def run_info(run: LocalRun) -> wire.EvalRunInfo:
         prompt_tokens=stats.prompt_tokens,
         completion_tokens=stats.completion_tokens,
         url="/",
+        warnings=wire.run_warnings(stats.avg_metrics, stats.scored_count),
     )
 
 
@@ -123,6 +124,7 @@ def create_local_app(source: RunSource) -> FastAPI:
     app = FastAPI(title="verifiers eval viewer", docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(LOOPBACK_HOSTS))
     templates = Jinja2Templates(directory=HERE / "templates")
+    templates.env.globals["run_warnings"] = wire.RUN_WARNINGS
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 
     def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:

@@ -105,6 +105,7 @@ def _info(row: _RunRow) -> wire.EvalRunInfo:
         prompt_tokens=run.prompt_tokens,
         completion_tokens=run.completion_tokens,
         url=run_url(owner, name, run.id),
+        warnings=wire.run_warnings(run.avg_metrics, run.scored_count),
     )
 
 
@@ -531,6 +532,7 @@ def leaderboard(session: Session, env: Environment, pick: wire.LeaderboardPick =
             scored_count=run.scored_count,
             date=run.finalized_at or run.created_at,
             uploader=uploader,
+            warnings=wire.run_warnings(run.avg_metrics, run.scored_count),
         )
         for run, _o, _n, version, uploader in chosen.values()
     ]

@@ -17,6 +17,7 @@ import math
 import os
 import tempfile
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -317,6 +318,10 @@ class EvalRunInfo(WireModel):
     prompt_tokens: int
     completion_tokens: int
     url: str = Field(description="The run's web page, relative to the hub root.")
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="What makes the run's score say little, by code (RUN_WARNINGS): e.g. no_tool_calls.",
+    )
 
 
 class EvalRunPage(WireModel):
@@ -375,6 +380,7 @@ class LeaderboardEntry(WireModel):
     scored_count: int = 0
     date: datetime
     uploader: str | None
+    warnings: list[str] = Field(default_factory=list, description="The run's warnings (RUN_WARNINGS codes).")
 
 
 #: How the hub ranks leaderboard entries, as the pages and ``vf-hub info`` say it.
@@ -457,6 +463,22 @@ def reward_interval(mean: float | None, n: int, sd: float | None) -> RewardInter
         return None
     half = Z95 * sd / math.sqrt(n - 1)
     return RewardInterval(mean - half, mean + half, "normal")
+
+
+#: Why a run's score may say little about the environment, by the code runs and board entries carry.
+RUN_WARNINGS: dict[str, str] = {
+    "no_tool_calls": "the model never called a tool of this tool environment (vf-eval warned when the model "
+    "could not call tools): its score says little about the environment",
+}
+
+
+def run_warnings(avg_metrics: Mapping[str, float], scored_count: int) -> list[str]:
+    """The ``RUN_WARNINGS`` codes a run's own numbers show: ``no_tool_calls`` when a tool environment's
+    rollouts (they count ``tool_calls``) were scored and not one called a tool."""
+    out = []
+    if scored_count > 0 and avg_metrics.get("tool_calls") == 0.0:
+        out.append("no_tool_calls")
+    return out
 
 
 def interval_fields(mean: float | None, n: int, sd: float | None) -> dict[str, float | None]:
