@@ -231,7 +231,16 @@ def serve_app(app: FastAPI, port: int | None = None) -> Iterator[str]:
     proxy = hub.settings.uvicorn_proxy_options() if isinstance(hub, Hub) else {"proxy_headers": False}
     server = uvicorn.Server(
         uvicorn.Config(
-            app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", access_log=False, **proxy
+            app,
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            lifespan="on",
+            access_log=False,
+            # uvicorn closes a keep-alive connection idle for 5 s; on a loaded machine a client reusing it at
+            # that moment reads a reset (httpx.ReadError), a race of the harness, not an answer of the hub.
+            timeout_keep_alive=300,
+            **proxy,
         )
     )
     thread = threading.Thread(target=server.run, daemon=True)

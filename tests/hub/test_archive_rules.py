@@ -31,7 +31,7 @@ from tests.hub._zips import (
     unicode_field,
     wheel_members,
 )
-from verifiers.cli._init_templates import PYPROJECT
+from verifiers.cli._init_templates import PYPROJECT, SINGLE_TURN_PROJECT, TOOLS_PROJECT
 
 ROOT = Path(__file__).resolve().parents[2]
 MiB = 1024 * 1024
@@ -436,4 +436,6 @@ def test_the_bundled_environments_follow_the_build_rules(pyproject: Path) -> Non
 def test_vf_init_scaffolds_follow_the_build_rules() -> None:
     text = PYPROJECT.replace("__ENV_ID__", "demo-env").replace("__MODULE__", "demo_env")
     text = text.replace("__TITLE__", "Demo").replace("__SDK_REQ__", "verifiers-sdk")
-    check_build_config("pyproject.toml", text.encode(), "demo-env", "demo_env")
+    for description, eval_defaults in (SINGLE_TURN_PROJECT, TOOLS_PROJECT):  # vf-init and vf-init --tools
+        filled = text.replace("__DESCRIPTION__", description).replace("__EVAL_DEFAULTS__", eval_defaults)
+        check_build_config("pyproject.toml", filled.encode(), "demo-env", "demo_env")
