@@ -35,6 +35,7 @@ _EXPORTS: dict[str, str] = {
     "group_reward": "verifiers.rubrics.rubric",
     "compute_advantages": "verifiers.rubrics.rubric",
     "MathRubric": "verifiers.rubrics.math_rubric",
+    "MultipleChoiceRubric": "verifiers.rubrics.choice_rubric",
     "JudgeRubric": "verifiers.rubrics.judge_rubric",
     "HybridMathRubric": "verifiers.rubrics.hybrid_math_rubric",
     "MathVerifyPool": "verifiers.rubrics.math_pool",
@@ -112,6 +113,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs; no runtime cost
     from verifiers.rubrics.hybrid_math_rubric import HybridMathRubric as HybridMathRubric
     from verifiers.rubrics.judge_rubric import JudgeRubric as JudgeRubric
     from verifiers.rubrics.math_pool import MathVerifyPool as MathVerifyPool
+    from verifiers.rubrics.choice_rubric import MultipleChoiceRubric as MultipleChoiceRubric
     from verifiers.rubrics.math_rubric import MathRubric as MathRubric
     from verifiers.rubrics.rubric import (
         Rubric as Rubric,

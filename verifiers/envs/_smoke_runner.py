@@ -7,8 +7,13 @@ Shipped into the sandbox as a file and run by the throwaway venv's interpreter, 
   serves a tiny OpenAI-compatible model on the sandbox's own loopback (one fixed reply; it counts the
   requests), and starts the worker;
 - the **worker** (``runner.py --worker ENV_ID BASE_URL FD``) imports the SDK, loads the environment
-  with its defaults, runs one rollout against that model and writes its outcome, one JSON object, to the
-  pipe ``FD``. Its stdout and stderr go to the supervisor, never to the check's output directly.
+  with its defaults (or the ``[tool.verifiers.smoke] env_args`` its package declares, ``{model_url}`` in
+  them standing for this model's base URL: a judge can be pointed at it), runs one rollout against that
+  model and writes its outcome, one JSON object, to the pipe ``FD``. Its stdout and stderr go to the
+  supervisor, never to the check's output directly.
+
+The model answers every request with ``FIXED_REPLY``, except one asking for structured output
+(``response_format`` with a JSON schema), which gets the smallest JSON object of that schema.
 
 Only the supervisor writes the report, the check's last line: ``VF-SMOKE-REPORT <key> {json}`` with
 ``{"ok", "stage", "error", "reward", "model_requests"}``. The environment's code runs in the worker only,
@@ -35,6 +40,30 @@ MODEL = "vf-smoke-check"
 REPORT_MARK = "VF-SMOKE-REPORT"
 OUTPUT_KEPT = 48 * 1024  # bytes of the worker's output the supervisor passes on (the tail)
 _PR_SET_DUMPABLE = 4
+
+
+def schema_instance(schema: Any) -> Any:
+    """The plainest value of a JSON schema (first enum value, const, zero, empty string, required fields)."""
+    if not isinstance(schema, dict):
+        return None
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type")
+    kind = kind[0] if isinstance(kind, list) and kind else kind
+    if kind == "object" or "properties" in schema:
+        props = schema.get("properties") or {}
+        return {k: schema_instance(v) for k, v in props.items() if k in schema.get("required", props)}
+    return {"array": [], "string": "", "integer": 0, "number": 0, "boolean": False}.get(str(kind))
+
+
+def reply_text(request: dict[str, Any]) -> str:
+    """``FIXED_REPLY``, or a schema-shaped JSON object for a structured-output request."""
+    fmt = request.get("response_format")
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        return json.dumps(schema_instance((fmt.get("json_schema") or {}).get("schema")))
+    return FIXED_REPLY
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -64,17 +93,18 @@ class _Handler(BaseHTTPRequestHandler):
             request = {}
         created = int(time.time())
         usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+        text = reply_text(request)
         if self.path.rstrip("/").endswith("/completions") and "messages" not in request:
-            choice: dict[str, Any] = {"index": 0, "text": FIXED_REPLY, "finish_reason": "stop"}
+            choice: dict[str, Any] = {"index": 0, "text": text, "finish_reason": "stop"}
             kind = "text_completion"
         else:
-            message = {"role": "assistant", "content": FIXED_REPLY}
+            message = {"role": "assistant", "content": text}
             choice = {"index": 0, "message": message, "finish_reason": "stop"}
             kind = "chat.completion"
         if request.get("stream"):
             delta = {
                 "index": 0,
-                "delta": {"role": "assistant", "content": FIXED_REPLY},
+                "delta": {"role": "assistant", "content": text},
                 "finish_reason": None,
             }
             end = {"index": 0, "delta": {}, "finish_reason": "stop"}
@@ -105,8 +135,14 @@ def worker(env_id: str, base_url: str, fd: int) -> int:
     try:
         import verifiers as vf
 
+        from verifiers.envs.loading import smoke_env_args
+
         stage = "load_environment"
-        env = vf.load_environment(env_id)
+        args = {
+            k: v.replace("{model_url}", base_url) if isinstance(v, str) else v
+            for k, v in smoke_env_args(env_id).items()
+        }
+        env = vf.load_environment(env_id, **args)
         stage = "select a row"
         rows = env.select_rows(1)
         if not rows:
