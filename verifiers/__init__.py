@@ -28,6 +28,7 @@ _EXPORTS: dict[str, str] = {
     "UnknownToolError": "verifiers.envs.tool_schema",
     "load_environment": "verifiers.envs.loading",
     "installed_environments": "verifiers.envs.loading",
+    "integer_benchmark": "verifiers.envs.math_benchmark",
     # rubrics
     "Rubric": "verifiers.rubrics.rubric",
     "RubricGroup": "verifiers.rubrics.rubric",
@@ -91,6 +92,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs; no runtime cost
         installed_environments as installed_environments,
         load_environment as load_environment,
     )
+    from verifiers.envs.math_benchmark import integer_benchmark as integer_benchmark
     from verifiers.envs.multiturn import MultiTurnEnv as MultiTurnEnv, stop as stop
     from verifiers.envs.sandbox_env import SandboxEnv as SandboxEnv
     from verifiers.envs.singleturn import SingleTurnEnv as SingleTurnEnv

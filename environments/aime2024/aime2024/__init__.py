@@ -1,11 +1,12 @@
 """aime2024: the 30 problems of AIME 2024 I and II, answered with an integer 0–999 in ``\\boxed{}``.
 
-Data: ``HuggingFaceH4/aime_2024`` at a pinned commit (30 rows, checked), or ``source=`` a local
-``.jsonl`` / ``.json`` / ``.parquet`` file with its columns (``problem`` and ``answer`` are all a row needs).
-Scoring: the last ``\\boxed{}`` after any closed ``<think>`` through ``MathRubric`` (math-verify); no box
-scores 0, never a number found elsewhere in the text; an unclosed ``<think>`` scores 0 and is counted in the
-``truncated`` metric. ``judge_model=`` adds an LLM judge for answers math-verify does not confirm
-(``HybridMathRubric``); the protocol's numbers use none.
+Data: ``HuggingFaceH4/aime_2024`` at a pinned commit, 30 rows (checked), or ``source=`` a local ``.jsonl`` / ``.json`` /
+``.parquet`` file in its schema (``problem`` and ``answer`` are all a row needs); ``source="sample"`` holds six
+problems written for this package.
+Scoring (``vf.integer_benchmark``): the last ``\\boxed{}`` after any closed ``<think>`` through ``MathRubric``
+(math-verify); no box scores 0, never a number found elsewhere in the text; an unclosed ``<think>`` scores 0
+and is counted in the ``truncated`` metric. ``judge_model=`` adds an LLM judge for answers math-verify does
+not confirm (``HybridMathRubric``); the protocol's numbers use none.
 """
 
 from __future__ import annotations
@@ -16,13 +17,12 @@ from typing import Annotated, Literal
 from pydantic import Field, validate_call
 
 import verifiers as vf
-from verifiers.errors import DatasetError
-from verifiers.rubrics import judge_from_args, math_rubric, truncated
+from verifiers.rubrics import judge_from_args
 
-__all__ = ["DATA", "INSTRUCTION", "aime_answer", "load_environment"]
+__all__ = ["DATA", "INSTRUCTION", "load_environment"]
 
-#: HuggingFaceH4/aime_2024's main at this commit: 30 rows (ids 60–89), one ``train`` split. Its card states
-#: no licence, so the rows are not shipped here; the tests use fixtures in its schema.
+#: HuggingFaceH4/aime_2024's main at this commit: 30 rows (AIME 2024 I and II), one ``train`` split. Its card
+#: states no licence, so the rows are not shipped here; the tests use fixtures in its schema.
 DATA = vf.data.PinnedDataset(
     dataset="HuggingFaceH4/aime_2024",
     revision="2fe88a2f1091d5048c0f36abc874fb997b3dd99a",
@@ -34,14 +34,6 @@ INSTALL_HINT = "pip install 'aime2024[data]'"
 #: ``source="sample"``: six problems written for this package in the dataset's schema (offline checks).
 SAMPLES = {"sample": Path(__file__).with_name("data") / "sample.jsonl"}
 INSTRUCTION = "Reason step by step, then put your final answer, an integer from 0 to 999, inside \\boxed{}."
-
-
-def aime_answer(answer: str, index: int) -> str:
-    """The reference as math-verify compares it: an integer 0–999, without the dataset's zero padding."""
-    text = answer.strip()
-    if not text.isdigit() or int(text) > 999:
-        raise DatasetError(f"aime2024 record {index}: an AIME answer is an integer 0–999, not {answer!r}")
-    return str(int(text))
 
 
 @validate_call  # JSON from `vf-eval -a` is checked and coerced here, at the boundary
@@ -60,8 +52,9 @@ def load_environment(
     """The aime2024 environment.
 
     Args:
-        source: ``"sample"`` (six bundled problems in its schema, for offline checks), omitted for the pinned ``HuggingFaceH4/aime_2024`` (needs ``datasets`` and the network), or
-            a local ``.jsonl`` / ``.json`` / ``.parquet`` file in its schema (``problem``, ``answer``).
+        source: omitted for the pinned ``HuggingFaceH4/aime_2024`` (needs ``datasets`` and the network), ``"sample"``
+            (six bundled problems in its schema) or a local ``.jsonl`` / ``.json`` / ``.parquet`` file in its
+            schema.
         system_prompt: optional system message (none by default).
         instruction: appended to every problem (``""`` for the bare problem).
         judge_model, judge_base_url, judge_api_key_var, judge_verdict_format: an LLM judge consulted when
@@ -69,23 +62,24 @@ def load_environment(
         verify_timeout: hard limit in seconds on verifying one answer.
         verify_workers: math-verify worker processes (default: CPU count, at most 4).
     """
-    build = vf.data.benchmark_qa(
-        DATA,
-        source,
-        task="aime2024",
-        install_hint=INSTALL_HINT,
-        question_key="problem",
-        format_question=lambda problem: f"{problem}\n\n{instruction}" if instruction else problem,
-        format_answer=aime_answer,
-        bundled=SAMPLES,
-        omit=("solution",),  # worked solutions stay out of every rollout's info
-    )
     judge = judge_from_args(
         judge_model=judge_model,
         judge_base_url=judge_base_url,
         judge_api_key_var=judge_api_key_var,
         verdict_format=judge_verdict_format,
     )
-    rubric = math_rubric(judge=judge, timeout=verify_timeout, workers=verify_workers)
-    rubric.add_metric(truncated)
-    return vf.SingleTurnEnv(eval_dataset=build, system_prompt=system_prompt, rubric=rubric, task="aime2024")
+    return vf.integer_benchmark(
+        DATA,
+        source,
+        task="aime2024",
+        install_hint=INSTALL_HINT,
+        question_key="problem",
+        answer_range=(0, 999),
+        instruction=instruction,
+        system_prompt=system_prompt,
+        bundled=SAMPLES,
+        omit=("solution",),  # worked solutions stay out of every rollout's info
+        judge=judge,
+        verify_timeout=verify_timeout,
+        verify_workers=verify_workers,
+    )
