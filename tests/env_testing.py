@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,17 +40,24 @@ class FakeDataset:
             return [r[key] for r in self._records]
         return self._records[key]
 
+    def remove_columns(self, names: Sequence[str]) -> FakeDataset:
+        return FakeDataset([{k: v for k, v in r.items() if k not in names} for r in self._records])
+
 
 def fake_datasets(
-    monkeypatch: pytest.MonkeyPatch, records: Sequence[dict[str, Any]]
+    monkeypatch: pytest.MonkeyPatch,
+    records: Sequence[dict[str, Any]] | Callable[[str | None], Sequence[dict[str, Any]]],
 ) -> list[tuple[Any, ...]]:
-    """Install a ``datasets`` module whose ``load_dataset(name, subset, split=)`` answers ``records``
-    (no network); returns the list its calls are recorded in, as ``(name, subset, split)``."""
+    """Install a ``datasets`` module whose ``load_dataset(name, subset, split=, revision=)`` answers
+    ``records`` (or ``records(subset)``; no network); returns the list its calls are recorded in, as
+    ``(name, subset, split)``, with the ``revision`` appended when one is asked for."""
     calls: list[tuple[Any, ...]] = []
 
-    def load_dataset(name: str, subset: str | None = None, *, split: str) -> FakeDataset:
-        calls.append((name, subset, split))
-        return FakeDataset(records)
+    def load_dataset(
+        name: str, subset: str | None = None, *, split: str, revision: str | None = None
+    ) -> FakeDataset:
+        calls.append((name, subset, split) if revision is None else (name, subset, split, revision))
+        return FakeDataset(records(subset) if callable(records) else records)
 
     fake = types.ModuleType("datasets")
     fake.load_dataset = load_dataset  # type: ignore[attr-defined]

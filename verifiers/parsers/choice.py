@@ -30,6 +30,8 @@ _WRAPPERS = re.compile(r"\\(?:text|textbf|mathrm|mathbf|textrm|mbox|mathit|texti
 
 #: Letters that are also English words ("A good case…", "I think…"): they count only when they stand alone.
 _WORDS = "AI"
+#: A hedge between an answer statement and its letter ("Answer: I think it is B"): skipped, never read.
+_HEDGE = r"(?:I\s+(?:think|believe|guess|would\s+say)\s+(?:(?:it|this|that)(?:\s+is|'s)\s+|that\s+)?)?"
 _ALONE = r"(?=\s*(?:$|[.,;:!?)\]*$]|[-–—]\s|is\b))"
 
 
@@ -46,7 +48,7 @@ def _patterns(letters: str) -> tuple[re.Pattern[str], re.Pattern[str], re.Patter
     answer = re.compile(
         r"(?i:\b(?:final\s+|correct\s+|best\s+)?answer)\**\s*"
         r"(?i:(?:is|would\s+be|must\s+be|should\s+be|will\s+be)\b)?\s*(?i:therefore\s+|thus\s+)?"
-        r"[:：=]?\s*\**\s*(?i:option\s+|choice\s+)?" + token,
+        r"[:：=]?\s*\**\s*" + _HEDGE + r"(?i:option\s+|choice\s+)?" + token,
         re.MULTILINE,
     )
     last_line = re.compile(
