@@ -112,10 +112,10 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs; no runtime cost
     from verifiers.parsers.parser import Parser as Parser
     from verifiers.parsers.think import MaybeThinkParser as MaybeThinkParser, ThinkParser as ThinkParser
     from verifiers.parsers.xml import XMLParser as XMLParser
+    from verifiers.rubrics.choice_rubric import MultipleChoiceRubric as MultipleChoiceRubric
     from verifiers.rubrics.hybrid_math_rubric import HybridMathRubric as HybridMathRubric
     from verifiers.rubrics.judge_rubric import JudgeRubric as JudgeRubric
     from verifiers.rubrics.math_pool import MathVerifyPool as MathVerifyPool
-    from verifiers.rubrics.choice_rubric import MultipleChoiceRubric as MultipleChoiceRubric
     from verifiers.rubrics.math_rubric import MathRubric as MathRubric
     from verifiers.rubrics.rubric import (
         Rubric as Rubric,

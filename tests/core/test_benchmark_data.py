@@ -92,7 +92,9 @@ class GatedRepoError(Exception):
 
 
 def test_gated_dataset_without_access_names_terms_page_and_token(monkeypatch: pytest.MonkeyPatch) -> None:
-    spec = PinnedDataset(dataset="org/gated", revision=REV, split="test", rows=3, columns=("q", "a"), gated=True)
+    spec = PinnedDataset(
+        dataset="org/gated", revision=REV, split="test", rows=3, columns=("q", "a"), gated=True
+    )
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise GatedRepoError("Access to dataset org/gated is restricted. You must be authenticated.")
@@ -120,7 +122,9 @@ def test_other_load_failures_say_what_failed(monkeypatch: pytest.MonkeyPatch) ->
         raise ConnectionError("no route to host")
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
-    with pytest.raises(DatasetError, match="loading org/bench@0123456 .*ConnectionError.*pass source= a local"):
+    with pytest.raises(
+        DatasetError, match=r"loading org/bench@0123456 .*ConnectionError.*pass source= a local"
+    ):
         rows_of(SPEC)
 
 
@@ -129,7 +133,7 @@ def test_a_local_source_must_be_in_the_schema(tmp_path: Path) -> None:
     path.write_text("\n".join(json.dumps({"question": r["q"], "a": r["a"]}) for r in RECORDS))
     with pytest.raises(DatasetError, match=r"record 0 lacks 'q'.*schema: 'q', 'a'"):
         list(rows_of(SPEC, str(path)))
-    with pytest.raises(ValueError, match="source must be omitted .* or the path of an existing"):
+    with pytest.raises(ValueError, match=r"source must be omitted .* or the path of an existing"):
         rows_of(SPEC, str(tmp_path / "missing.jsonl"))
 
 

@@ -34,7 +34,11 @@ def test_choice_order_is_the_same_in_another_process() -> None:
     """No dependence on hash seeds or ``random``'s algorithm: a fresh interpreter computes the same order."""
     code = "from verifiers.data.choices import choice_order; print([choice_order('q7', 5, r, 10) for r in range(3)])"
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": "123"}
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "123"},
     ).stdout
     assert out.strip() == str([choice_order("q7", 5, r, 10) for r in range(3)])
 

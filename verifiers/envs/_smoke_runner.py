@@ -66,8 +66,9 @@ def schema_instance(schema: Any) -> Any:
     kind = schema.get("type")
     kind = kind[0] if isinstance(kind, list) and kind else kind
     if kind == "object" or "properties" in schema:
-        props = schema.get("properties") or {}
-        return {k: schema_instance(v) for k, v in props.items() if k in schema.get("required", props)}
+        props: dict[str, Any] = schema.get("properties") or {}
+        required = schema.get("required", list(props))
+        return {k: schema_instance(v) for k, v in props.items() if k in required}
     return {"array": [], "string": "", "integer": 0, "number": 0, "boolean": False}.get(str(kind))
 
 
@@ -151,7 +152,6 @@ def worker(env_id: str, base_url: str, fd: int) -> int:
     stage = "import verifiers"
     try:
         import verifiers as vf
-
         from verifiers.envs.loading import smoke_env_args
 
         stage = "load_environment"

@@ -17,7 +17,7 @@ from pathlib import Path
 from verifiers.data.benchmark import PinnedDataset, benchmark_qa
 from verifiers.envs.singleturn import SingleTurnEnv
 from verifiers.errors import DatasetError
-from verifiers.rubrics.hybrid_math_rubric import math_rubric
+from verifiers.rubrics.hybrid_math_rubric import math_or_hybrid_rubric
 from verifiers.rubrics.judge_rubric import JudgeRubric
 from verifiers.rubrics.metrics import truncated
 
@@ -27,7 +27,9 @@ def integer_answer(task: str, low: int, high: int, answer: str, index: int) -> s
     when it is not an integer from ``low`` to ``high``."""
     text = str(answer).strip()
     if not text.isdigit() or not low <= int(text) <= high:
-        raise DatasetError(f"{task} record {index}: the answer must be an integer {low}–{high}, not {answer!r}")
+        raise DatasetError(
+            f"{task} record {index}: the answer must be an integer {low}–{high}, not {answer!r}"
+        )
     return str(int(text))
 
 
@@ -61,6 +63,6 @@ def integer_benchmark(
         omit=omit,
         bundled=bundled,
     )
-    rubric = math_rubric(judge=judge, timeout=verify_timeout, workers=verify_workers)
+    rubric = math_or_hybrid_rubric(judge=judge, timeout=verify_timeout, workers=verify_workers)
     rubric.add_metric(truncated)
     return SingleTurnEnv(eval_dataset=build, system_prompt=system_prompt, rubric=rubric, task=task)

@@ -60,7 +60,9 @@ class RunAggregate:
             self.metric_counts[name] = self.metric_counts.get(name, 0) + 1
         for metric in self.run_metrics:
             if all(k in metrics for k in metric.keys):
-                self.run_values.setdefault(metric.name, []).append(tuple(float(metrics[k]) for k in metric.keys))
+                self.run_values.setdefault(metric.name, []).append(
+                    tuple(float(metrics[k]) for k in metric.keys)
+                )
         ex = self.per_example[int(record["example_id"])]
         ex[0] += 1
         if reward >= self.pass_threshold:

@@ -127,7 +127,9 @@ def _check_resume(meta: RunMetadata, want: RunMetadata, path: Path) -> None:
         if to_json_value(a) != to_json_value(b)
     ]
     if meta.dataset is not None and want.dataset is not None and meta.dataset.sha256 != want.dataset.sha256:
-        diffs.append(f"dataset: run had rows sha256 {meta.dataset.sha256[:12]}…, now {want.dataset.sha256[:12]}…")
+        diffs.append(
+            f"dataset: run had rows sha256 {meta.dataset.sha256[:12]}…, now {want.dataset.sha256[:12]}…"
+        )
     if diffs:
         raise ResumeMismatchError(
             f"cannot resume {path}: it was made with different settings ({'; '.join(diffs)})"

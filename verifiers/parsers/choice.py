@@ -73,11 +73,9 @@ def extract_choice_letter(text: str, letters: str = LETTERS) -> str | None:
         m = boxed.match(plain)
         if m:
             return m.group(1)
-    found = None
-    for found in answer.finditer(text):
-        pass
-    if found is not None:
-        return _first_group(found)
+    statements = list(answer.finditer(text))
+    if statements:
+        return _first_group(statements[-1])
     lines = [line for line in text.splitlines() if line.strip()]
     if lines:
         m = last_line.match(lines[-1])

@@ -14,7 +14,7 @@ _EXPORTS: dict[str, str] = {
     "question_text": "verifiers.parsers.parser",
     "MultipleChoiceRubric": "verifiers.rubrics.choice_rubric",
     "HybridMathRubric": "verifiers.rubrics.hybrid_math_rubric",
-    "math_rubric": "verifiers.rubrics.hybrid_math_rubric",
+    "math_or_hybrid_rubric": "verifiers.rubrics.hybrid_math_rubric",
     "JudgeRubric": "verifiers.rubrics.judge_rubric",
     "JudgeVerdict": "verifiers.rubrics.judge_rubric",
     "judge_from_args": "verifiers.rubrics.judge_rubric",
@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from verifiers.rubrics.choice_rubric import MultipleChoiceRubric as MultipleChoiceRubric
     from verifiers.rubrics.hybrid_math_rubric import (
         HybridMathRubric as HybridMathRubric,
-        math_rubric as math_rubric,
+        math_or_hybrid_rubric as math_or_hybrid_rubric,
     )
     from verifiers.rubrics.judge_rubric import (
         JudgeRubric as JudgeRubric,

@@ -92,7 +92,7 @@ class HybridMathRubric(MathRubric):
         return Score(1.0 if verdict.correct else score.value, score.metrics)
 
 
-def math_rubric(
+def math_or_hybrid_rubric(
     *,
     judge: JudgeRubric | None = None,
     timeout: float = 10.0,

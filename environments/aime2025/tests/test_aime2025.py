@@ -43,7 +43,11 @@ async def test_golden_and_adversarial_completions() -> None:
     row, other = rows[0], rows[1]  # gold 40; the other problem's answer is 1
     cases = [
         (f"Counting pairs gives \\boxed{{{row['answer']}}}.", 1.0, 0.0),
-        (f"<think>\nPairs (1,40)...(40,1).\n</think>\nSo the answer is $\\boxed{{{row['answer']}}}$", 1.0, 0.0),
+        (
+            f"<think>\nPairs (1,40)...(40,1).\n</think>\nSo the answer is $\\boxed{{{row['answer']}}}$",
+            1.0,
+            0.0,
+        ),
         ("At first \\boxed{39}, but recounting: \\boxed{40}", 1.0, 0.0),  # the last box is the answer
         ("\\boxed{040}", 1.0, 0.0),  # AIME's zero padding is the same integer
         (f"\\boxed{{{other['answer']}}}", 0.0, 0.0),  # another problem's answer
@@ -68,16 +72,15 @@ def test_answers_are_checked_integers_without_padding(tmp_path: Path) -> None:
     for bad in ("1000", "12.5", "x"):
         path = tmp_path / "bad.jsonl"
         path.write_text(json.dumps({"question": "Q?", "answer": bad}) + "\n")
-        with pytest.raises(DatasetError, match=f"aime2025 record 0: the answer must be an integer 0–999, not '{bad}'"):
+        with pytest.raises(
+            DatasetError, match=f"aime2025 record 0: the answer must be an integer 0–999, not '{bad}'"
+        ):
             load_environment(str(path)).select_rows()
 
 
 def two_configs(config: str | None) -> list[dict[str, Any]]:
     records = fixture_records()
-    return [
-        {"question": f"[{config}] {r['question']}", "answer": r["answer"]}
-        for r in (records * 2)[:15]
-    ]
+    return [{"question": f"[{config}] {r['question']}", "answer": r["answer"]} for r in (records * 2)[:15]]
 
 
 def test_pinned_dataset_two_configs_thirty_rows(monkeypatch: pytest.MonkeyPatch) -> None:

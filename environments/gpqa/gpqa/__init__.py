@@ -23,7 +23,7 @@ from pydantic import validate_call
 import verifiers as vf
 from verifiers.types import Row, State
 
-__all__ = ["GPQAEnv", "INSTRUCTION", "load_environment", "pinned", "render"]
+__all__ = ["INSTRUCTION", "GPQAEnv", "load_environment", "pinned", "render"]
 
 #: The four option texts, the correct one first, and the id the shuffle is keyed by.
 OPTION_COLUMNS = ("Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3")
@@ -79,7 +79,9 @@ class GPQAEnv(vf.SingleTurnEnv):
 
     def init_state(self, row: Row, rollout_index: int) -> State:
         state = super().init_state(row, rollout_index)
-        text, order = render(row["info"], seed=self.seed, rollout_index=rollout_index, instruction=self.instruction)
+        text, order = render(
+            row["info"], seed=self.seed, rollout_index=rollout_index, instruction=self.instruction
+        )
         state["prompt"] = vf.data.build_prompt(
             {"question": text}, system_prompt=self.system_prompt, few_shot=self.few_shot
         )
@@ -119,7 +121,9 @@ def load_environment(
         text, order = render(info, seed=seed, rollout_index=0, instruction=instruction)
         return {"example_id": index, "question": text, "answer": order.answer, "info": info, "task": "gpqa"}
 
-    build = vf.data.benchmark_rows(pinned(diamond), source, convert, install_hint=INSTALL_HINT, bundled=SAMPLES)
+    build = vf.data.benchmark_rows(
+        pinned(diamond), source, convert, install_hint=INSTALL_HINT, bundled=SAMPLES
+    )
     return GPQAEnv(
         seed=seed,
         instruction=instruction,

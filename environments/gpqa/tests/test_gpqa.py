@@ -97,7 +97,9 @@ async def test_a_rerun_and_a_rescore_see_the_recorded_letters(tmp_path: Path) ->
     for r in run.results:
         assert r["answer"] == r["info"]["answer_letter"]
     # re-scoring reads the letters each rollout recorded (shuffling again would score these replies 0)
-    rescored = await rescore_run(vf.load_environment("gpqa", source="sample"), tmp_path / "run", output_dir=tmp_path / "again")
+    rescored = await rescore_run(
+        vf.load_environment("gpqa", source="sample"), tmp_path / "run", output_dir=tmp_path / "again"
+    )
     assert [r["reward"] for r in rescored.results] == [1.0] * 16 and rescored.changed == 0
     # a model that always answers A is right exactly where the recorded letter is A
     with ScriptedServer(default="Answer: A") as server:
@@ -129,7 +131,9 @@ def test_gated_without_access_is_one_line_naming_terms_and_token(monkeypatch: py
 
     monkeypatch.setattr(datasets, "load_dataset", refuse)
     monkeypatch.delenv("HF_TOKEN", raising=False)
-    with pytest.raises(DatasetAccessError, match=r"https://huggingface\.co/datasets/Idavidrein/gpqa.*HF_TOKEN"):
+    with pytest.raises(
+        DatasetAccessError, match=r"https://huggingface\.co/datasets/Idavidrein/gpqa.*HF_TOKEN"
+    ):
         load_environment().select_rows()
 
 

@@ -65,7 +65,9 @@ class Judge:
         assert gold is not None
         extracted = said.group(1).strip() if said else "None"
         return Reply(
-            content=verdict_json(extracted == gold.group(1).strip(), int(stated.group(1)) if stated else 100, extracted)
+            content=verdict_json(
+                extracted == gold.group(1).strip(), int(stated.group(1)) if stated else 100, extracted
+            )
         )
 
 
@@ -124,8 +126,11 @@ def test_pinned_rows_and_text_only_counts(monkeypatch: pytest.MonkeyPatch) -> No
     record = env.dataset_record()
     assert record is not None and record.rows == 2158 and record.selection == {"multimodal": False}
     assert len(load_environment(multimodal=True).select_rows()) == 2500
-    fake_datasets(monkeypatch, full[:2157] + [dict(image, id="extra")] + full[2158:])  # one more with an image
-    with pytest.raises(DatasetError, match=r"selected by \{'multimodal': False\} has 2157 rows, expected 2158"):
+    one_more_with_an_image = [*full[:2157], dict(image, id="extra"), *full[2158:]]
+    fake_datasets(monkeypatch, one_more_with_an_image)
+    with pytest.raises(
+        DatasetError, match=r"selected by \{'multimodal': False\} has 2157 rows, expected 2158"
+    ):
         load_environment().select_rows()
 
 
@@ -141,7 +146,9 @@ def test_gated_without_access(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(datasets, "load_dataset", refuse)
     monkeypatch.delenv("HF_TOKEN", raising=False)
-    with pytest.raises(DatasetAccessError, match=r"accept its terms at https://huggingface\.co/datasets/cais/hle"):
+    with pytest.raises(
+        DatasetAccessError, match=r"accept its terms at https://huggingface\.co/datasets/cais/hle"
+    ):
         load_environment().select_rows()
 
 
@@ -160,12 +167,20 @@ async def test_judged_run_accuracy_confidence_and_calibration(tmp_path: Path) ->
     answers = {"66fixture0001": ("15", 90), "66fixture0002": ("C", 80), "66fixture0003": ("1969", 60)}
     with ScriptedServer(handler=judge) as judge_server, ScriptedServer(rules=policy_rules(answers)) as model:
         env = load_environment(
-            "sample", judge_base_url=judge_server.url, judge_model="judge-m", judge_api_key_var="", calibration_bin_size=1
+            "sample",
+            judge_base_url=judge_server.url,
+            judge_model="judge-m",
+            judge_api_key_var="",
+            calibration_bin_size=1,
         )
         run = await env.a_evaluate(model.url, "m", rollouts_per_example=1, output_dir=tmp_path / "run")
     assert run.errors == []
     by_id = {r["info"]["id"]: r for r in run.results}
-    assert {k: r["reward"] for k, r in by_id.items()} == {"66fixture0001": 1.0, "66fixture0002": 0.0, "66fixture0003": 1.0}
+    assert {k: r["reward"] for k, r in by_id.items()} == {
+        "66fixture0001": 1.0,
+        "66fixture0002": 0.0,
+        "66fixture0003": 1.0,
+    }
     assert {k: r["metrics"]["confidence"] for k, r in by_id.items()} == {
         "66fixture0001": 0.9,
         "66fixture0002": 0.8,
@@ -191,7 +206,11 @@ async def test_judged_run_accuracy_confidence_and_calibration(tmp_path: Path) ->
     }
     sent = body["messages"][0]["content"]
     record = next(r for r in records() if r["id"] in answers and r["question"] in sent)
-    filled = {"question": record["question"], "response": reply(*answers[record["id"]]), "answer": record["answer"]}
+    filled = {
+        "question": record["question"],
+        "response": reply(*answers[record["id"]]),
+        "answer": record["answer"],
+    }
     assert sent == re.sub(r"\{(question|response|answer)\}", lambda m: filled[m.group(1)], JUDGE_PROMPT)
 
 
@@ -222,7 +241,10 @@ async def test_a_judge_outage_is_an_infra_error_never_a_zero() -> None:
 async def test_an_unreadable_verdict_is_a_scoring_error_and_a_cut_off_reply_is_not_judged() -> None:
     with (
         ScriptedServer(default="yes, correct") as judge_server,
-        ScriptedServer(rules=[Rule(match="smallest positive integer", content="<think>n! needs three 5s")], default=reply("1969", 50)) as model,
+        ScriptedServer(
+            rules=[Rule(match="smallest positive integer", content="<think>n! needs three 5s")],
+            default=reply("1969", 50),
+        ) as model,
     ):
         env = load_environment("sample", judge_base_url=judge_server.url, judge_api_key_var="")
         run = await env.a_evaluate(model.url, "m", num_examples=2, rollouts_per_example=1)
@@ -244,4 +266,6 @@ def test_the_smoke_check_arguments_point_the_judge_at_the_checks_model() -> None
         "judge_model": "vf-smoke-check",
         "judge_api_key_var": "",
     }
-    assert isinstance(vf.load_environment("hle", **{**args, "judge_base_url": "http://127.0.0.1:9/v1"}), vf.Environment)
+    assert isinstance(
+        vf.load_environment("hle", **{**args, "judge_base_url": "http://127.0.0.1:9/v1"}), vf.Environment
+    )
