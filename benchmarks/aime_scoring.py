@@ -58,7 +58,10 @@ def problems(n: int, seed: int) -> list[dict[str, str]]:
     rng = random.Random(seed)
     answers = rng.sample(range(1000), n)
     return [
-        {"question": f"Benchmark problem {i}: find the integer $N$ with $0 \\le N \\le 999$ described here.", "answer": str(a)}
+        {
+            "question": f"Benchmark problem {i}: find the integer $N$ with $0 \\le N \\le 999$ described here.",
+            "answer": str(a),
+        }
         for i, a in enumerate(answers)
     ]
 
@@ -95,7 +98,9 @@ def completions(probs: list[dict[str, str]], rollouts: int, chars: int, seed: in
                 shown = rng.choice([str(gold), f"{gold:03d}", f"{gold}.0"])
                 texts.append(f"<think>\n{think}\n</think>\nTherefore the answer is $\\boxed{{{shown}}}$.")
             elif roll < 0.85:
-                texts.append(f"<think>\n{think}\n</think>\nSo $\\boxed{{{(gold + rng.randint(1, 998)) % 1000}}}$.")
+                texts.append(
+                    f"<think>\n{think}\n</think>\nSo $\\boxed{{{(gold + rng.randint(1, 998)) % 1000}}}$."
+                )
             elif roll < 0.93:
                 texts.append(f"<think>\n{think}\n</think>\nThe answer is {gold}.")  # no box: 0
             else:
@@ -123,7 +128,11 @@ async def serve(probs: list[dict[str, str]], texts: list[list[str]]) -> tuple[we
         text = texts[i][turn[i] % len(texts[i])]
         turn[i] += 1
         choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-        usage = {"prompt_tokens": 40, "completion_tokens": len(text) // 4, "total_tokens": 40 + len(text) // 4}
+        usage = {
+            "prompt_tokens": 40,
+            "completion_tokens": len(text) // 4,
+            "total_tokens": 40 + len(text) // 4,
+        }
         return web.json_response({"id": "b", "object": "chat.completion", "created": 0, "model": "bench",
                                   "choices": [choice], "usage": usage})  # fmt: skip
 
@@ -154,7 +163,9 @@ def box_only_rubric() -> Any:
     return vf.Rubric(funcs=[boxed])
 
 
-async def full_eval(source: Path, probs: list[dict[str, str]], texts: list[list[str]], args: argparse.Namespace) -> tuple[float, float, list[dict[str, Any]]]:
+async def full_eval(
+    source: Path, probs: list[dict[str, str]], texts: list[list[str]], args: argparse.Namespace
+) -> tuple[float, float, list[dict[str, Any]]]:
     import verifiers as vf
 
     runner, url = await serve(probs, texts)
@@ -167,7 +178,11 @@ async def full_eval(source: Path, probs: list[dict[str, str]], texts: list[list[
                 env.rubric = box_only_rubric()
             t0 = time.perf_counter()
             run = await env.a_evaluate(
-                url, "bench", rollouts_per_example=args.rollouts, max_concurrent=args.concurrency, save_results=False
+                url,
+                "bench",
+                rollouts_per_example=args.rollouts,
+                max_concurrent=args.concurrency,
+                save_results=False,
             )
             walls.append(time.perf_counter() - t0)
             if rubric == "math":
@@ -177,11 +192,11 @@ async def full_eval(source: Path, probs: list[dict[str, str]], texts: list[list[
         await runner.cleanup()
 
 
-async def hostile_seconds(workers: int, timeout: float) -> list[float]:
+async def hostile_seconds(workers: int, verify_timeout: float) -> list[float]:
     from verifiers.rubrics import MathRubric
     from verifiers.types import State
 
-    rubric = MathRubric(workers=workers, timeout=timeout)
+    rubric = MathRubric(workers=workers, timeout=verify_timeout)
     await rubric.setup()
     states = [
         State(example_id=i, rollout_index=0, task="aime", prompt=[{"role": "user", "content": "Q"}],
@@ -195,7 +210,9 @@ async def hostile_seconds(workers: int, timeout: float) -> list[float]:
         await rubric.teardown()
     bad = [s for s in states if s.get("error") is not None or s.get("reward") != 0.0]
     if bad:
-        raise SystemExit(f"!! hostile answers were not scored 0: {[s.get('error') or s.get('reward') for s in bad]}")
+        raise SystemExit(
+            f"!! hostile answers were not scored 0: {[s.get('error') or s.get('reward') for s in bad]}"
+        )
     return [float(s["metrics"].get("verify_seconds", 0.0)) for s in states]
 
 
@@ -250,7 +267,11 @@ def main(argv: list[str] | None = None) -> int:
             served = texts[k]
             for r in rows:
                 text = r["completion"][-1]["content"]
-                if r.get("error") is not None or r["reward"] != expected_reward(text, probs[k]["answer"]) or text not in served:
+                if (
+                    r.get("error") is not None
+                    or r["reward"] != expected_reward(text, probs[k]["answer"])
+                    or text not in served
+                ):
                     wrong += 1
         truncated = sum(r["metrics"].get("truncated", 0.0) for r in results)
         slowest = max((r["metrics"].get("verify_seconds", 0.0) for r in results), default=0.0)

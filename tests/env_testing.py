@@ -65,6 +65,23 @@ def fake_datasets(
     return calls
 
 
+def refuse_dataset_access(monkeypatch: pytest.MonkeyPatch, error_name: str = "GatedRepoError") -> None:
+    """Install a ``datasets`` module whose ``load_dataset`` raises what the hub's libraries raise for a gated
+    dataset this token may not read (an exception named ``error_name``: ``GatedRepoError`` from
+    huggingface_hub, ``DatasetNotFoundError`` from datasets), with ``HF_TOKEN`` unset."""
+    refusal = type(error_name, (Exception,), {})
+
+    def load_dataset(name: str, *args: Any, **kwargs: Any) -> Any:
+        raise refusal(
+            f"Dataset '{name}' is a gated dataset on the Hub. You must be authenticated to access it."
+        )
+
+    fake = types.ModuleType("datasets")
+    fake.load_dataset = load_dataset  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "datasets", fake)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+
+
 def run_vf_eval(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """The installed ``vf-eval`` console script run with ``args``. It ships with verifiers-sdk: its absence
     is a broken install, so the test fails rather than skips."""

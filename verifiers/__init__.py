@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     "load_environment": "verifiers.envs.loading",
     "installed_environments": "verifiers.envs.loading",
     "integer_benchmark": "verifiers.envs.math_benchmark",
+    "integer_benchmark_loader": "verifiers.envs.math_benchmark",
     # rubrics
     "Rubric": "verifiers.rubrics.rubric",
     "RubricGroup": "verifiers.rubrics.rubric",
@@ -92,7 +93,10 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs; no runtime cost
         installed_environments as installed_environments,
         load_environment as load_environment,
     )
-    from verifiers.envs.math_benchmark import integer_benchmark as integer_benchmark
+    from verifiers.envs.math_benchmark import (
+        integer_benchmark as integer_benchmark,
+        integer_benchmark_loader as integer_benchmark_loader,
+    )
     from verifiers.envs.multiturn import MultiTurnEnv as MultiTurnEnv, stop as stop
     from verifiers.envs.sandbox_env import SandboxEnv as SandboxEnv
     from verifiers.envs.singleturn import SingleTurnEnv as SingleTurnEnv

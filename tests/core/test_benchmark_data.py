@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.env_testing import fake_datasets
+from tests.env_testing import fake_datasets, refuse_dataset_access
 from verifiers.data.benchmark import (
     PinnedDataset,
     access_message,
@@ -87,23 +87,11 @@ def test_a_selection_checks_its_own_count(monkeypatch: pytest.MonkeyPatch) -> No
         rows_of(SPEC, select=lambda r: r["extra"] != 1, selection={"odd": False}, selected_rows=1)
 
 
-class GatedRepoError(Exception):
-    """Named as huggingface_hub's: what a gated dataset raises without access."""
-
-
 def test_gated_dataset_without_access_names_terms_page_and_token(monkeypatch: pytest.MonkeyPatch) -> None:
     spec = PinnedDataset(
         dataset="org/gated", revision=REV, split="test", rows=3, columns=("q", "a"), gated=True
     )
-
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise GatedRepoError("Access to dataset org/gated is restricted. You must be authenticated.")
-
-    fake_datasets(monkeypatch, RECORDS)
-    import datasets
-
-    monkeypatch.setattr(datasets, "load_dataset", refuse)
-    monkeypatch.delenv("HF_TOKEN", raising=False)
+    refuse_dataset_access(monkeypatch)
     with pytest.raises(DatasetAccessError) as info:
         rows_of(spec)
     message = str(info.value)

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from tests.rubrics.helpers import make_state
 from verifiers.data.choices import LETTERS, choice_order, format_choices, letters_for, shuffle_choices
 from verifiers.parsers.choice import LETTERS as PARSER_LETTERS, extract_choice_letter
 from verifiers.rubrics import MultipleChoiceRubric
@@ -117,22 +118,10 @@ def test_only_the_questions_own_letters_count() -> None:
 
 
 def state(text: str, answer: str, letters: str = "ABCD", truncated: bool = False) -> State:
-    return State(
-        example_id=0,
-        rollout_index=0,
-        task="mc",
-        prompt=[{"role": "user", "content": "Q"}],
-        completion=[{"role": "assistant", "content": text}],
-        answer=answer,
-        info={"letters": letters},
-        turns=[],
-        usage={},
-        timing={"generation": 0.0, "scoring": 0.0, "total": 0.0},
-        error=None,
-        metrics={},
-        reward=None,
-        is_truncated=truncated,
-    )
+    s = make_state(text, answer)
+    s["info"] = {"letters": letters}
+    s["is_truncated"] = truncated
+    return s
 
 
 async def test_rubric_reward_unparsed_and_truncated() -> None:

@@ -12,12 +12,8 @@ not confirm (``HybridMathRubric``); the protocol's numbers use none.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
-
-from pydantic import Field, validate_call
 
 import verifiers as vf
-from verifiers.rubrics import judge_from_args
 
 __all__ = ["DATA", "INSTRUCTION", "load_environment"]
 
@@ -37,49 +33,14 @@ SAMPLES = {"sample": Path(__file__).with_name("data") / "sample.jsonl"}
 INSTRUCTION = "Reason step by step, then put your final answer, an integer from 0 to 999, inside \\boxed{}."
 
 
-@validate_call  # JSON from `vf-eval -a` is checked and coerced here, at the boundary
-def load_environment(
-    source: str | None = None,
-    *,
-    system_prompt: str | None = None,
-    instruction: str = INSTRUCTION,
-    judge_model: str | None = None,
-    judge_base_url: str | None = None,
-    judge_api_key_var: str | None = None,
-    judge_verdict_format: Literal["yes_no", "abc"] = "yes_no",
-    verify_timeout: Annotated[float, Field(gt=0)] = 10.0,
-    verify_workers: Annotated[int, Field(ge=1)] | None = None,
-) -> vf.Environment:
-    """The aime2025 environment.
-
-    Args:
-        source: omitted for the pinned ``opencompass/AIME2025`` (needs ``datasets`` and the network), ``"sample"``
-            (six bundled problems in its schema) or a local ``.jsonl`` / ``.json`` / ``.parquet`` file in its
-            schema.
-        system_prompt: optional system message (none by default).
-        instruction: appended to every problem (``""`` for the bare problem).
-        judge_model, judge_base_url, judge_api_key_var, judge_verdict_format: an LLM judge consulted when
-            math-verify does not confirm an answer (none by default).
-        verify_timeout: hard limit in seconds on verifying one answer.
-        verify_workers: math-verify worker processes (default: CPU count, at most 4).
-    """
-    judge = judge_from_args(
-        judge_model=judge_model,
-        judge_base_url=judge_base_url,
-        judge_api_key_var=judge_api_key_var,
-        verdict_format=judge_verdict_format,
-    )
-    return vf.integer_benchmark(
-        DATA,
-        source,
-        task="aime2025",
-        install_hint=INSTALL_HINT,
-        question_key="question",
-        answer_range=(0, 999),
-        instruction=instruction,
-        system_prompt=system_prompt,
-        bundled=SAMPLES,
-        judge=judge,
-        verify_timeout=verify_timeout,
-        verify_workers=verify_workers,
-    )
+#: ``load_environment(source=None, *, system_prompt, instruction, judge_model, judge_base_url,
+#: judge_api_key_var, judge_verdict_format, verify_timeout, verify_workers)``; see ``vf.integer_benchmark_loader``.
+load_environment = vf.integer_benchmark_loader(
+    DATA,
+    task="aime2025",
+    install_hint=INSTALL_HINT,
+    question_key="question",
+    answer_range=(0, 999),
+    instruction=INSTRUCTION,
+    bundled=SAMPLES,
+)

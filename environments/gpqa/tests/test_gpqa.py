@@ -15,7 +15,7 @@ from aiohttp import web
 from gpqa import REVISION, SAMPLES, load_environment
 
 import verifiers as vf
-from tests.env_testing import answered, fake_datasets, run_vf_eval
+from tests.env_testing import answered, fake_datasets, refuse_dataset_access, run_vf_eval
 from tests.scripted_server import Reply, ScriptedServer
 from verifiers.data.choices import LETTERS
 from verifiers.errors import DatasetAccessError
@@ -118,19 +118,8 @@ def test_diamond_by_default_main_on_request_and_the_alias(monkeypatch: pytest.Mo
     assert alias.select_rows() == load_environment("sample").select_rows()
 
 
-class GatedRepoError(Exception):
-    """Named as huggingface_hub's."""
-
-
 def test_gated_without_access_is_one_line_naming_terms_and_token(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_datasets(monkeypatch, records())
-    import datasets
-
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise GatedRepoError("Dataset 'Idavidrein/gpqa' is a gated dataset on the Hub.")
-
-    monkeypatch.setattr(datasets, "load_dataset", refuse)
-    monkeypatch.delenv("HF_TOKEN", raising=False)
+    refuse_dataset_access(monkeypatch)
     with pytest.raises(
         DatasetAccessError, match=r"https://huggingface\.co/datasets/Idavidrein/gpqa.*HF_TOKEN"
     ):

@@ -26,7 +26,7 @@ from hle import (
 )
 
 import verifiers as vf
-from tests.env_testing import fake_datasets
+from tests.env_testing import fake_datasets, refuse_dataset_access
 from tests.scripted_server import Reply, Rule, ScriptedServer
 from verifiers.clients.local_model import free_port
 from verifiers.errors import DatasetAccessError, DatasetError
@@ -135,17 +135,7 @@ def test_pinned_rows_and_text_only_counts(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_gated_without_access(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_datasets(monkeypatch, records())
-    import datasets
-
-    class DatasetNotFoundError(Exception):
-        """Named as datasets' own: what a gated dataset raises for a token without access."""
-
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise DatasetNotFoundError("Dataset 'cais/hle' is a gated dataset on the Hub.")
-
-    monkeypatch.setattr(datasets, "load_dataset", refuse)
-    monkeypatch.delenv("HF_TOKEN", raising=False)
+    refuse_dataset_access(monkeypatch, "DatasetNotFoundError")  # what datasets raises for a gated dataset
     with pytest.raises(
         DatasetAccessError, match=r"accept its terms at https://huggingface\.co/datasets/cais/hle"
     ):
