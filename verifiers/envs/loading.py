@@ -3,9 +3,9 @@
 An environment package ``math-env`` has the module ``math_env`` exposing ``load_environment(**kwargs)``,
 and declares itself in the ``verifiers.environments`` entry-point group so installed environments can be
 listed without importing them. Packages under ``./environments/<module>/`` that are not installed are
-found too (their module directory is put on ``sys.path``). A package may declare more than one entry point
-in the group: a name that is not its own id is an *alias* of it (``gpqa-diamond`` for ``gpqa``), loaded as
-that environment and recorded under its id.
+found too (their module directory is put on ``sys.path``). A package may list other names it answers to in
+its pyproject.toml's ``[tool.verifiers] aliases`` (``gpqa-diamond`` for ``gpqa``): an alias loads that
+environment, recorded under its own id.
 """
 
 from __future__ import annotations
@@ -91,28 +91,33 @@ def _dist_version(env_id: str, module: ModuleType) -> str:
     return "0.0.0"
 
 
-def _project_aliases(project_dir: Path) -> list[str]:
-    """The ``verifiers.environments`` entry-point names of a local project other than its own id."""
-    try:
-        data = read_project(project_dir).get("project", {})
-    except (OSError, tomllib.TOMLDecodeError):
+def _declared_aliases(pyproject: str | None) -> list[str]:
+    """The ``[tool.verifiers] aliases`` of a pyproject.toml's text (other names the environment answers to)."""
+    if not pyproject:
         return []
-    own = normalize_name(str(data.get("name", "")))
-    names = data.get("entry-points", {}).get(ENTRY_POINT_GROUP, {})
-    return [normalize_name(n) for n in names if normalize_name(n) != own]
+    try:
+        aliases = tomllib.loads(pyproject).get("tool", {}).get("verifiers", {}).get("aliases", [])
+    except tomllib.TOMLDecodeError:
+        return []
+    return [normalize_name(a) for a in aliases if isinstance(a, str)] if isinstance(aliases, list) else []
 
 
 def alias_target(env_id: str, search_root: Path | None = None) -> str | None:
-    """The environment id that ``env_id`` is an alias of (an installed distribution's extra entry point, or
-    one in a project's pyproject.toml under ./environments), else ``None``."""
+    """The environment id that ``env_id`` is an alias of (``[tool.verifiers] aliases`` in the pyproject.toml
+    of an installed environment, read from its ``extra_metadata``, or of a project under ./environments),
+    else ``None``. Aliases are names, not entry points: a wheel declares only its own entry point."""
     env_id = normalize_name(env_id)
-    for ep in md.entry_points(group=ENTRY_POINT_GROUP):
-        if normalize_name(ep.name) == env_id and ep.dist is not None:
-            owner = normalize_name(ep.dist.name)
-            if owner != env_id:
-                return owner
+    for dist in {
+        ep.dist.name: ep.dist for ep in md.entry_points(group=ENTRY_POINT_GROUP) if ep.dist
+    }.values():
+        if env_id in _declared_aliases(dist.read_text("extra_metadata/pyproject.toml")):
+            return normalize_name(dist.name)
     for name, project in local_environments(search_root).items():
-        if env_id in _project_aliases(project):
+        try:
+            text = (project / "pyproject.toml").read_text()
+        except OSError:
+            continue
+        if env_id in _declared_aliases(text):
             return name
     return None
 
