@@ -1,6 +1,6 @@
 """``vf-hub serve --demo``: a fresh hub with real content on the first visit.
 
-Publishes the bundled environments (``BUNDLED``: the six packages under ``environments/`` of the source
+Publishes the bundled environments (``BUNDLED``: the packages under ``environments/`` of the source
 tree that ship with the SDK — never whatever else lies there, such as a scratch ``vf-init`` project —
 built with ``python -m build`` as ``vf-push`` builds them) under the namespace ``verifiers`` (``BUNDLED_NAMESPACE`` of
 ``verifiers.hub.resolve``: ``vf-install math-env`` resolves there), then the sample eval runs checked in
@@ -37,7 +37,19 @@ HERE = Path(__file__).parent
 RUNS_DIR = HERE / "demo"
 #: The environments that ship with the SDK, by project directory under ``environments/`` (a test keeps
 #: this equal to the tracked ones).
-BUNDLED = ("code_env", "deep_research_env", "logic_env", "math_env", "science_env", "swe_env")
+BUNDLED = (
+    "aime2024",
+    "aime2025",
+    "code_env",
+    "deep_research_env",
+    "gpqa",
+    "hle",
+    "logic_env",
+    "math_env",
+    "mmlu_pro",
+    "science_env",
+    "swe_env",
+)
 
 
 def source_environments() -> Path | None:

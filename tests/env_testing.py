@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,22 +40,46 @@ class FakeDataset:
             return [r[key] for r in self._records]
         return self._records[key]
 
+    def remove_columns(self, names: Sequence[str]) -> FakeDataset:
+        return FakeDataset([{k: v for k, v in r.items() if k not in names} for r in self._records])
+
 
 def fake_datasets(
-    monkeypatch: pytest.MonkeyPatch, records: Sequence[dict[str, Any]]
+    monkeypatch: pytest.MonkeyPatch,
+    records: Sequence[dict[str, Any]] | Callable[[str | None], Sequence[dict[str, Any]]],
 ) -> list[tuple[Any, ...]]:
-    """Install a ``datasets`` module whose ``load_dataset(name, subset, split=)`` answers ``records``
-    (no network); returns the list its calls are recorded in, as ``(name, subset, split)``."""
+    """Install a ``datasets`` module whose ``load_dataset(name, subset, split=, revision=)`` answers
+    ``records`` (or ``records(subset)``; no network); returns the list its calls are recorded in, as
+    ``(name, subset, split)``, with the ``revision`` appended when one is asked for."""
     calls: list[tuple[Any, ...]] = []
 
-    def load_dataset(name: str, subset: str | None = None, *, split: str) -> FakeDataset:
-        calls.append((name, subset, split))
-        return FakeDataset(records)
+    def load_dataset(
+        name: str, subset: str | None = None, *, split: str, revision: str | None = None
+    ) -> FakeDataset:
+        calls.append((name, subset, split) if revision is None else (name, subset, split, revision))
+        return FakeDataset(records(subset) if callable(records) else records)
 
     fake = types.ModuleType("datasets")
     fake.load_dataset = load_dataset  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "datasets", fake)
     return calls
+
+
+def refuse_dataset_access(monkeypatch: pytest.MonkeyPatch, error_name: str = "GatedRepoError") -> None:
+    """Install a ``datasets`` module whose ``load_dataset`` raises what the hub's libraries raise for a gated
+    dataset this token may not read (an exception named ``error_name``: ``GatedRepoError`` from
+    huggingface_hub, ``DatasetNotFoundError`` from datasets), with ``HF_TOKEN`` unset."""
+    refusal = type(error_name, (Exception,), {})
+
+    def load_dataset(name: str, *args: Any, **kwargs: Any) -> Any:
+        raise refusal(
+            f"Dataset '{name}' is a gated dataset on the Hub. You must be authenticated to access it."
+        )
+
+    fake = types.ModuleType("datasets")
+    fake.load_dataset = load_dataset  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "datasets", fake)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
 
 
 def run_vf_eval(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:

@@ -28,6 +28,8 @@ _EXPORTS: dict[str, str] = {
     "UnknownToolError": "verifiers.envs.tool_schema",
     "load_environment": "verifiers.envs.loading",
     "installed_environments": "verifiers.envs.loading",
+    "integer_benchmark": "verifiers.envs.math_benchmark",
+    "integer_benchmark_loader": "verifiers.envs.math_benchmark",
     # rubrics
     "Rubric": "verifiers.rubrics.rubric",
     "RubricGroup": "verifiers.rubrics.rubric",
@@ -35,6 +37,7 @@ _EXPORTS: dict[str, str] = {
     "group_reward": "verifiers.rubrics.rubric",
     "compute_advantages": "verifiers.rubrics.rubric",
     "MathRubric": "verifiers.rubrics.math_rubric",
+    "MultipleChoiceRubric": "verifiers.rubrics.choice_rubric",
     "JudgeRubric": "verifiers.rubrics.judge_rubric",
     "HybridMathRubric": "verifiers.rubrics.hybrid_math_rubric",
     "MathVerifyPool": "verifiers.rubrics.math_pool",
@@ -90,6 +93,10 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs; no runtime cost
         installed_environments as installed_environments,
         load_environment as load_environment,
     )
+    from verifiers.envs.math_benchmark import (
+        integer_benchmark as integer_benchmark,
+        integer_benchmark_loader as integer_benchmark_loader,
+    )
     from verifiers.envs.multiturn import MultiTurnEnv as MultiTurnEnv, stop as stop
     from verifiers.envs.sandbox_env import SandboxEnv as SandboxEnv
     from verifiers.envs.singleturn import SingleTurnEnv as SingleTurnEnv
@@ -109,6 +116,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs; no runtime cost
     from verifiers.parsers.parser import Parser as Parser
     from verifiers.parsers.think import MaybeThinkParser as MaybeThinkParser, ThinkParser as ThinkParser
     from verifiers.parsers.xml import XMLParser as XMLParser
+    from verifiers.rubrics.choice_rubric import MultipleChoiceRubric as MultipleChoiceRubric
     from verifiers.rubrics.hybrid_math_rubric import HybridMathRubric as HybridMathRubric
     from verifiers.rubrics.judge_rubric import JudgeRubric as JudgeRubric
     from verifiers.rubrics.math_pool import MathVerifyPool as MathVerifyPool

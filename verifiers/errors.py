@@ -96,6 +96,15 @@ class EnvNotFoundError(EnvError, LookupError):
     """No installed or local environment has the requested id."""
 
 
+class DatasetError(EnvError, ValueError):
+    """An environment's data cannot be used as it is pinned: a source in another schema, a row count that
+    differs from the one the pinned dataset has, or a missing ``datasets`` package."""
+
+
+class DatasetAccessError(DatasetError):
+    """A gated dataset (GPQA, HLE) that this machine's Hugging Face token may not read."""
+
+
 # --- scoring ---------------------------------------------------------------------------------------
 class ScoringError(VerifiersError):
     category = "scoring"
@@ -119,6 +128,8 @@ def error_record(exc: BaseException) -> dict[str, Any]:
 __all__ = [
     "AuthenticationError",
     "BadRequestError",
+    "DatasetAccessError",
+    "DatasetError",
     "EmptyResponseError",
     "EndpointUnavailableError",
     "EnvArgumentError",

@@ -226,6 +226,28 @@ class RunCounts(BaseModel):
 RunStatus = Literal["running", "completed", "cancelled", "failed"]
 
 
+class DatasetRecord(BaseModel):
+    """Which data a run was evaluated on (``metadata.json``'s ``dataset``): a pinned Hugging Face dataset or a
+    local file, the rows it held and a fingerprint of them, so two runs can be checked to have seen the same
+    problems (``verifiers.data.benchmark``)."""
+
+    #: The Hugging Face dataset id, or the local file's path for ``source="file"``.
+    dataset: str
+    source: Literal["hub", "file"] = "hub"
+    #: The dataset commit loaded (``None`` for a local file).
+    revision: str | None = None
+    #: The dataset configs (subsets) loaded, in order (empty when the dataset has only its default).
+    configs: list[str] = Field(default_factory=list)
+    split: str | None = None
+    #: Rows the environment took from the source (after its own selection, e.g. HLE's text-only rows).
+    rows: int
+    #: sha256 (hex) of those rows, each reduced to the dataset's own schema columns and written as canonical
+    #: JSON, one per line, in source order: the same data gives the same value from the hub or a local copy.
+    sha256: str
+    #: The selection that took ``rows`` out of the source (``{"multimodal": false}``, a date window, …).
+    selection: dict[str, Any] = Field(default_factory=dict)
+
+
 class RunMetadata(BaseModel):
     """``metadata.json`` of a run directory (contract 3.4); rewritten as the run progresses."""
 
@@ -254,6 +276,11 @@ class RunMetadata(BaseModel):
     std_reward: float | None = None
     avg_metrics: dict[str, float] = Field(default_factory=dict)
     pass_at_k: dict[str, float] = Field(default_factory=dict)
+    #: Metrics defined over the whole run rather than averaged per rollout (HLE's calibration error), by the
+    #: rubric's run-level metrics (``Rubric.add_run_metric``); a metric without enough rollouts is absent.
+    run_metrics: dict[str, float] = Field(default_factory=dict)
+    #: The data the run was evaluated on, for environments whose data is pinned (``verifiers.data.benchmark``).
+    dataset: DatasetRecord | None = None
     usage: Usage = Field(default_factory=Usage)
     duration_s: float = 0.0
     extra: dict[str, Any] = Field(default_factory=dict)
@@ -261,6 +288,7 @@ class RunMetadata(BaseModel):
 
 __all__ = [
     "ChatMessage",
+    "DatasetRecord",
     "ErrorInfo",
     "MessageType",
     "Messages",

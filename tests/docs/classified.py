@@ -364,6 +364,32 @@ CLASSIFIED: dict[str, dict[str, Entry]] = {
             "illustrative", "minutes of CPU training; tests/training/test_train_cpu.py runs it shortened"
         ),
     },
+    "environments/aime2024/README.md": {
+        "pip install -e 'environments/aime2024[data]'": Run(),
+        'vf-eval aime2024 -m MODEL -b URL -a \'{"source": "sample"}\' -r 1': Run(
+            MODEL, subs=(("MODEL", "scripted"), ("URL", "{model_url}")), why=SCRIPTED
+        ),
+    },
+    "environments/aime2025/README.md": {
+        "pip install -e 'environments/aime2025[data]'": Run(),
+        'vf-eval aime2025 -m MODEL -b URL -a \'{"source": "sample"}\' -r 1': Run(
+            MODEL, subs=(("MODEL", "scripted"), ("URL", "{model_url}")), why=SCRIPTED
+        ),
+    },
+    "environments/gpqa/README.md": {
+        "pip install -e 'environments/gpqa[data]'": Run(),
+        'vf-eval gpqa -m MODEL -b URL -a \'{"source": "sample"}\' -r 2': Run(
+            MODEL, subs=(("MODEL", "scripted"), ("URL", "{model_url}")), why=SCRIPTED
+        ),
+    },
+    "environments/hle/README.md": {
+        "pip install -e 'environments/hle[data]'": Run(),
+        'vf-eval hle -m MODEL -b URL -a \'{"source": "sample", "judge_base_url": "URL", "judge_model": "MODEL"}\'': Skip(
+            "illustrative",
+            "MODEL and URL are the reader's, and a judge there must answer HLE's structured verdict; "
+            "environments/hle/tests run this against a scripted model and a scripted judge",
+        ),
+    },
     "environments/code_env/README.md": {
         "vf-eval code-env -m <model> -b <base-url> -n 10 -r 2": Run(
             frozenset({"model_server", "sandbox"}),
@@ -404,6 +430,12 @@ CLASSIFIED: dict[str, dict[str, Entry]] = {
         "vf-eval math-env -m gpt-4.1-mini -n 20": Skip("network", NEEDS_OPENAI),
         'vf-eval math-env -a \'{"source": "generated", "difficulty": 3, "num_examples": 200}\'': Skip(
             "network", NEEDS_OPENAI
+        ),
+    },
+    "environments/mmlu_pro/README.md": {
+        "pip install -e 'environments/mmlu_pro[data]'": Run(),
+        'vf-eval mmlu-pro -m MODEL -b URL -a \'{"source": "sample"}\' -r 1': Run(
+            MODEL, subs=(("MODEL", "scripted"), ("URL", "{model_url}")), why=SCRIPTED
         ),
     },
     "environments/science_env/README.md": {

@@ -793,6 +793,7 @@ def _run_env(
 ) -> EvalRun:
     """Run ``config`` on the loaded ``env``; a run that cannot start exits with its one-line reason."""
     from verifiers.clients._server_process import ModelServerError
+    from verifiers.errors import DatasetError
     from verifiers.eval.config import ConfigError
     from verifiers.eval.distributed import RayUnavailableError, WorkerLostError
     from verifiers.eval.launch import EndpointCheckError
@@ -804,6 +805,8 @@ def _run_env(
         return run_async(_evaluate(env, config, out, local_models))
     except (ResumeMismatchError, FileExistsError, RunDirectoryBusyError) as exc:
         fail(str(exc))
+    except DatasetError as exc:  # gated data, another schema, a row count that is not the pinned one
+        fail(str(exc), EXIT_FAILED)
     except ConfigError as exc:
         fail(_flag_names(str(exc)))
     except (ModelServerError, EndpointCheckError) as exc:

@@ -6,7 +6,10 @@
 - ``sources``: local files and Hugging Face datasets (INTELLECT-3's RL data by name), what a ``source=``
   argument names;
 - ``fields`` / ``filters``: a record's question / answer / info, and solve-rate range filters;
-- ``qa``: ``qa_dataset``, the whole path of a question/answer environment's data (source → filter → rows).
+- ``qa``: ``qa_dataset``, the whole path of a question/answer environment's data (source → filter → rows);
+- ``benchmark``: published benchmarks' data — a Hugging Face dataset pinned to a commit (row count checked,
+  gated access explained) or a local copy in its schema, fingerprinted for ``metadata.json``;
+- ``choices``: multiple-choice letters and the seeded option shuffle a re-score reproduces.
 
 Every name is imported on first access (docs/architecture.md); no module imports ``datasets`` or
 ``pyarrow`` before a source needs them.
@@ -19,6 +22,17 @@ from typing import TYPE_CHECKING
 from verifiers._exports import lazy_exports
 
 _EXPORTS: dict[str, str] = {
+    "PinnedDataset": "verifiers.data.benchmark",
+    "benchmark_qa": "verifiers.data.benchmark",
+    "benchmark_rows": "verifiers.data.benchmark",
+    "check_row_count": "verifiers.data.benchmark",
+    "load_pinned": "verifiers.data.benchmark",
+    "row_fingerprint": "verifiers.data.benchmark",
+    "ShuffledChoices": "verifiers.data.choices",
+    "choice_order": "verifiers.data.choices",
+    "format_choices": "verifiers.data.choices",
+    "letters_for": "verifiers.data.choices",
+    "shuffle_choices": "verifiers.data.choices",
     "decode_json": "verifiers.data.fields",
     "qa_fields": "verifiers.data.fields",
     "column": "verifiers.data.filters",
@@ -46,6 +60,21 @@ __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # the same names, for type checkers and IDEs
+    from verifiers.data.benchmark import (
+        PinnedDataset as PinnedDataset,
+        benchmark_qa as benchmark_qa,
+        benchmark_rows as benchmark_rows,
+        check_row_count as check_row_count,
+        load_pinned as load_pinned,
+        row_fingerprint as row_fingerprint,
+    )
+    from verifiers.data.choices import (
+        ShuffledChoices as ShuffledChoices,
+        choice_order as choice_order,
+        format_choices as format_choices,
+        letters_for as letters_for,
+        shuffle_choices as shuffle_choices,
+    )
     from verifiers.data.fields import decode_json as decode_json, qa_fields as qa_fields
     from verifiers.data.filters import (
         column as column,

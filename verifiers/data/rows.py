@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+
+if TYPE_CHECKING:  # annotations only: importing verifiers.data stays free of pydantic
+    from verifiers.types import DatasetRecord
 
 
 @runtime_checkable
@@ -33,7 +36,8 @@ class Rows:
     converted when it is read (never cached, never all at once).
 
     ``convert`` (optional) maps a record and its source position to a row; ``subset`` selects and orders
-    the source's records (``None``: all of them).
+    the source's records (``None``: all of them); ``provenance`` says which pinned data they are
+    (``verifiers.data.benchmark``).
     """
 
     def __init__(
@@ -42,11 +46,22 @@ class Rows:
         convert: RowConverter | None = None,
         *,
         subset: Sequence[int] | None = None,
+        provenance: DatasetRecord | None = None,
     ) -> None:
         self._source = source
         self._convert = convert
         self._subset = subset
+        self._provenance = provenance
         self._built: RowSource | None = None
+
+    @property
+    def provenance(self) -> DatasetRecord | None:
+        """The ``DatasetRecord`` of these rows: their own, or that of the ``Rows`` a builder returned (which
+        builds them); ``None`` for data that was not loaded through ``verifiers.data.benchmark``."""
+        if self._provenance is not None:
+            return self._provenance
+        built = self._records()
+        return built.provenance if isinstance(built, Rows) else None
 
     def _records(self) -> RowSource:
         if self._built is None:

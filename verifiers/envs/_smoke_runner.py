@@ -8,9 +8,10 @@ Shipped into the sandbox as a file and run by the throwaway venv's interpreter, 
   of that model carries a fresh random tag (``[smoke reply <hex>]``) that only the supervisor knows until
   it sends it;
 - the **worker** (``runner.py --worker ENV_ID BASE_URL FD``) imports the SDK, loads the environment
-  with its defaults, runs one rollout against that model and writes what it saw, one JSON object, to the
-  pipe ``FD``: the stage it reached, the error, the reward and the reply tags found in the rollout's
-  completion. Its stdout and stderr go to the supervisor, never to the check's output directly.
+  with its defaults (or the ``[tool.verifiers.smoke] env_args`` its package declares, ``{model_url}`` in
+  them standing for this model's base URL: a judge can be pointed at it), runs one rollout against that
+  model and writes what it saw, one JSON object, to the pipe ``FD``: the stage it reached, the error, the
+  reward and the reply tags found in the rollout's completion. Its stdout and stderr go to the supervisor, never to the check's output directly.
 
 The verdict is the supervisor's alone. The worker runs the environment's code, so everything it writes is a
 claim, never a verdict (an ``"ok"`` in it is ignored): the supervisor passes the check only when the worker
@@ -19,6 +20,9 @@ claims is one the supervisor's model really sent. An environment that writes a p
 makes a request of its own therefore still fails unless it hands back the replies of a rollout the model
 answered: the check's question (does the environment load and roll out?) is then answered by what the
 supervisor observed.
+
+A request asking for structured output (``response_format`` with a JSON schema: a judge's) gets the
+smallest JSON object of that schema instead of the tagged reply.
 
 Only the supervisor writes the report, the check's last line: ``VF-SMOKE-REPORT <key> {json}`` with
 ``{"ok", "stage", "error", "reward", "model_requests"}``. The worker never sees the key, so nothing the
@@ -51,6 +55,31 @@ OUTPUT_KEPT = 48 * 1024  # bytes of the worker's output the supervisor passes on
 _PR_SET_DUMPABLE = 4
 
 
+def schema_instance(schema: Any) -> Any:
+    """The plainest value of a JSON schema (first enum value, const, zero, empty string, required fields)."""
+    if not isinstance(schema, dict):
+        return None
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = schema.get("type")
+    kind = kind[0] if isinstance(kind, list) and kind else kind
+    if kind == "object" or "properties" in schema:
+        props: dict[str, Any] = schema.get("properties") or {}
+        required = schema.get("required", list(props))
+        return {k: schema_instance(v) for k, v in props.items() if k in required}
+    return {"array": [], "string": "", "integer": 0, "number": 0, "boolean": False}.get(str(kind))
+
+
+def reply_text(request: dict[str, Any], reply: str) -> str:
+    """The tagged ``reply``, or a schema-shaped JSON object for a structured-output request."""
+    fmt = request.get("response_format")
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        return json.dumps(schema_instance((fmt.get("json_schema") or {}).get("schema")))
+    return reply
+
+
 class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet: the log is the check's output
         pass
@@ -81,17 +110,18 @@ class _Handler(BaseHTTPRequestHandler):
             request = {}
         created = int(time.time())
         usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+        text = reply_text(request, reply)
         if self.path.rstrip("/").endswith("/completions") and "messages" not in request:
-            choice: dict[str, Any] = {"index": 0, "text": reply, "finish_reason": "stop"}
+            choice: dict[str, Any] = {"index": 0, "text": text, "finish_reason": "stop"}
             kind = "text_completion"
         else:
-            message = {"role": "assistant", "content": reply}
+            message = {"role": "assistant", "content": text}
             choice = {"index": 0, "message": message, "finish_reason": "stop"}
             kind = "chat.completion"
         if request.get("stream"):
             delta = {
                 "index": 0,
-                "delta": {"role": "assistant", "content": reply},
+                "delta": {"role": "assistant", "content": text},
                 "finish_reason": None,
             }
             end = {"index": 0, "delta": {}, "finish_reason": "stop"}
@@ -122,9 +152,14 @@ def worker(env_id: str, base_url: str, fd: int) -> int:
     stage = "import verifiers"
     try:
         import verifiers as vf
+        from verifiers.envs.loading import smoke_env_args
 
         stage = "load_environment"
-        env = vf.load_environment(env_id)
+        args = {
+            k: v.replace("{model_url}", base_url) if isinstance(v, str) else v
+            for k, v in smoke_env_args(env_id).items()
+        }
+        env = vf.load_environment(env_id, **args)
         stage = "select a row"
         rows = env.select_rows(1)
         if not rows:

@@ -18,7 +18,8 @@ from verifiers.eval.run import EvalRun
 from verifiers.eval.sync import run_sync
 from verifiers.parsers import Parser
 from verifiers.rubrics import Rubric
-from verifiers.types import Messages, MessageType, Row, SamplingArgs, State
+from verifiers.rubrics.rubric import RunMetric
+from verifiers.types import DatasetRecord, Messages, MessageType, Row, SamplingArgs, State
 
 
 class Unset(enum.Enum):
@@ -160,6 +161,15 @@ class Environment(ABC):
         chosen = first or second
         assert chosen is not None
         return chosen
+
+    def dataset_record(self) -> DatasetRecord | None:
+        """Which pinned data the eval rows are (``verifiers.data.benchmark``; reads them if not yet read),
+        for ``metadata.json``'s ``dataset``; ``None`` for data loaded any other way."""
+        return self.rows("eval").provenance
+
+    def run_metrics(self) -> list[RunMetric]:
+        """The rubric's run-level metrics (``Rubric.add_run_metric``), for ``metadata.json``'s ``run_metrics``."""
+        return self.rubric.run_metrics
 
     def format_row(self, raw: Mapping[str, Any], index: int) -> Row:
         return normalize_row(

@@ -3,7 +3,9 @@
 An environment package ``math-env`` has the module ``math_env`` exposing ``load_environment(**kwargs)``,
 and declares itself in the ``verifiers.environments`` entry-point group so installed environments can be
 listed without importing them. Packages under ``./environments/<module>/`` that are not installed are
-found too (their module directory is put on ``sys.path``).
+found too (their module directory is put on ``sys.path``). A package may list other names it answers to in
+its pyproject.toml's ``[tool.verifiers] aliases`` (``gpqa-diamond`` for ``gpqa``): an alias loads that
+environment, recorded under its own id.
 """
 
 from __future__ import annotations
@@ -89,10 +91,42 @@ def _dist_version(env_id: str, module: ModuleType) -> str:
     return "0.0.0"
 
 
+def _declared_aliases(pyproject: str | None) -> list[str]:
+    """The ``[tool.verifiers] aliases`` of a pyproject.toml's text (other names the environment answers to)."""
+    if not pyproject:
+        return []
+    try:
+        aliases = tomllib.loads(pyproject).get("tool", {}).get("verifiers", {}).get("aliases", [])
+    except tomllib.TOMLDecodeError:
+        return []
+    return [normalize_name(a) for a in aliases if isinstance(a, str)] if isinstance(aliases, list) else []
+
+
+def alias_target(env_id: str, search_root: Path | None = None) -> str | None:
+    """The environment id that ``env_id`` is an alias of (``[tool.verifiers] aliases`` in the pyproject.toml
+    of an installed environment, read from its ``extra_metadata``, or of a project under ./environments),
+    else ``None``. Aliases are names, not entry points: a wheel declares only its own entry point."""
+    env_id = normalize_name(env_id)
+    for dist in {
+        ep.dist.name: ep.dist for ep in md.entry_points(group=ENTRY_POINT_GROUP) if ep.dist
+    }.values():
+        if env_id in _declared_aliases(dist.read_text("extra_metadata/pyproject.toml")):
+            return normalize_name(dist.name)
+    for name, project in local_environments(search_root).items():
+        try:
+            text = (project / "pyproject.toml").read_text()
+        except OSError:
+            continue
+        if env_id in _declared_aliases(text):
+            return name
+    return None
+
+
 def import_environment_module(
     env_id: str, *, search_root: Path | None = None
 ) -> tuple[ModuleType, EnvSource]:
-    """Import the module of ``env_id``: installed first, then ``./environments/``."""
+    """Import the module of ``env_id``: installed first, then ``./environments/``; an alias imports the
+    module of the environment it names (whose id the source then carries)."""
     env_id = normalize_name(env_id)
     mod_name = module_name(env_id)
     project_dir: Path | None = None
@@ -103,6 +137,9 @@ def import_environment_module(
             raise EnvError(f"environment {env_id!r} failed to import: {exc}") from exc
         local = local_environments(search_root).get(env_id)
         if local is None:
+            target = alias_target(env_id, search_root)
+            if target is not None:
+                return import_environment_module(target, search_root=search_root)
             raise EnvNotFoundError(not_found_message(env_id, search_root)) from None
         project_dir = local
         src = local / "src" if (local / "src" / mod_name).exists() else local
@@ -238,6 +275,25 @@ def _pyproject_text(source: EnvSource) -> str | None:
         return md.distribution(source.env_id).read_text("extra_metadata/pyproject.toml")
     except md.PackageNotFoundError:
         return None
+
+
+def smoke_env_args(env_id: str, *, search_root: Path | None = None) -> dict[str, Any]:
+    """The ``load_environment`` arguments a smoke check (``vf-smoke``, the hub's publish check) loads the
+    environment with: the ``[tool.verifiers.smoke] env_args`` table of its pyproject.toml (read like the eval
+    defaults), for environments whose defaults need what a sandbox lacks (a pinned dataset on the network, a
+    judge). Empty when the package declares none."""
+    _, source = import_environment_module(env_id, search_root=search_root)
+    text = _pyproject_text(source)
+    if not text:
+        return {}
+    try:
+        table = tomllib.loads(text).get("tool", {}).get("verifiers", {}).get("smoke", {})
+    except tomllib.TOMLDecodeError as exc:
+        raise EnvError(f"pyproject.toml of {source.env_id!r} is not valid TOML: {exc}") from None
+    args = table.get("env_args", {})
+    if not isinstance(args, dict):
+        raise EnvError(f"[tool.verifiers.smoke] env_args of {source.env_id!r} must be a table, not {args!r}")
+    return dict(args)
 
 
 def eval_defaults(env_id: str, *, search_root: Path | None = None) -> dict[str, Any]:

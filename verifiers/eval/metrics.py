@@ -1,16 +1,19 @@
 """Run-level statistics: running aggregates over rollout results (pass@k by ``verifiers.hub.wire.pass_at_k``,
-the one definition the hub reports too)."""
+the one definition the hub reports too), and the rubric's run-level metrics (``RunMetric``)."""
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from verifiers.hub.wire import ks_for, pass_at_k
 from verifiers.types import RunCounts, RunMetadata, Usage
+
+if TYPE_CHECKING:
+    from verifiers.rubrics.rubric import RunMetric
 
 __all__ = ["RunAggregate", "ks_for", "pass_at_k"]
 
@@ -31,6 +34,9 @@ class RunAggregate:
     completion_tokens: int = 0
     # example_id -> [scored rollouts, correct rollouts]
     per_example: dict[int, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    #: The environment's run-level metrics, and the values each has collected (one tuple per rollout).
+    run_metrics: Sequence[RunMetric] = ()
+    run_values: dict[str, list[tuple[float, ...]]] = field(default_factory=dict)
 
     def add(self, record: Mapping[str, Any]) -> None:
         self.completed += 1
@@ -48,9 +54,15 @@ class RunAggregate:
         self.scored += 1
         self.reward_sum += reward
         self.reward_sq_sum += reward * reward
-        for name, value in (record.get("metrics") or {}).items():
+        metrics = record.get("metrics") or {}
+        for name, value in metrics.items():
             self.metric_sums[name] = self.metric_sums.get(name, 0.0) + float(value)
             self.metric_counts[name] = self.metric_counts.get(name, 0) + 1
+        for metric in self.run_metrics:
+            if all(k in metrics for k in metric.keys):
+                self.run_values.setdefault(metric.name, []).append(
+                    tuple(float(metrics[k]) for k in metric.keys)
+                )
         ex = self.per_example[int(record["example_id"])]
         ex[0] += 1
         if reward >= self.pass_threshold:
@@ -83,8 +95,18 @@ class RunAggregate:
                 out[str(k)] = sum(vals) / len(vals)
         return out
 
+    def run_metric_values(self) -> dict[str, float]:
+        """Each run-level metric's value over the rollouts so far (absent while it has too few)."""
+        out: dict[str, float] = {}
+        for metric in self.run_metrics:
+            value = metric.fn(self.run_values.get(metric.name, []))
+            if value is not None:
+                out[metric.name] = float(value)
+        return out
+
     def fill(self, meta: RunMetadata) -> None:
-        """Write the aggregates into ``meta`` (counts, reward mean/std, metrics, pass@k, usage)."""
+        """Write the aggregates into ``meta`` (counts, reward mean/std, metrics, run-level metrics, pass@k,
+        usage)."""
         meta.counts = RunCounts(
             planned=meta.counts.planned,
             completed=self.completed,
@@ -94,5 +116,6 @@ class RunAggregate:
         meta.avg_reward = self.avg_reward
         meta.std_reward = self.std_reward
         meta.avg_metrics = self.avg_metrics
+        meta.run_metrics = self.run_metric_values()
         meta.pass_at_k = self.pass_at_k(meta.rollouts_per_example)
         meta.usage = Usage(prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens)

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from verifiers.eval.engine import score_safely
 from verifiers.eval.metrics import RunAggregate
@@ -25,6 +25,9 @@ from verifiers.eval.results import RunDirectory, unique_records, utc_now
 from verifiers.eval.run import sdk_version
 from verifiers.eval.sync import run_sync
 from verifiers.types import RunMetadata, State
+
+if TYPE_CHECKING:
+    from verifiers.rubrics.rubric import RunMetric
 
 
 class RescoreError(ValueError):
@@ -43,6 +46,8 @@ class ScorableEnv(Protocol):
     async def teardown(self) -> None: ...
 
     def result_record(self, state: State) -> dict[str, Any]: ...
+
+    def run_metrics(self) -> Sequence[RunMetric]: ...
 
 
 @dataclass
@@ -151,7 +156,7 @@ async def rescore_run(
     results = [new_records[k] for k in sorted(new_records)]
     rescored = len(results) - kept
     changed = sum(1 for k in unique if unique[k].get("reward") != new_records[k].get("reward"))
-    agg = RunAggregate(pass_threshold=pass_threshold)
+    agg = RunAggregate(pass_threshold=pass_threshold, run_metrics=env.run_metrics())
     agg.add_all(results)
     meta = previous.model_copy(deep=True)
     meta.env_version = env.env_version

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
 
 from verifiers._urls import redact_url
 from verifiers.clients import Client
@@ -30,7 +30,10 @@ from verifiers.eval.results import (
     utc_now,
 )
 from verifiers.eval.runs import ResumeMismatchError
-from verifiers.types import Row, RunCounts, RunMetadata, RunStatus, SamplingArgs, State
+from verifiers.types import DatasetRecord, Row, RunCounts, RunMetadata, RunStatus, SamplingArgs, State
+
+if TYPE_CHECKING:
+    from verifiers.rubrics.rubric import RunMetric
 
 #: A client made when the run needs it (after its metadata is on disk), e.g. a local model's; the run
 #: enters the context and closes it at the end.
@@ -67,6 +70,14 @@ class EvaluableEnv(RolloutEnv, Protocol):
 
     def tool_names(self) -> list[str]:
         """The tools offered to the model, by name (a model that cannot call tools is warned)."""
+        ...
+
+    def dataset_record(self) -> DatasetRecord | None:
+        """Which pinned data the eval rows are (``metadata.json``'s ``dataset``), once they were read."""
+        ...
+
+    def run_metrics(self) -> Sequence[RunMetric]:
+        """The rubric's metrics over the whole run (``metadata.json``'s ``run_metrics``)."""
         ...
 
 
@@ -115,6 +126,10 @@ def _check_resume(meta: RunMetadata, want: RunMetadata, path: Path) -> None:
         for k, (a, b) in checks.items()
         if to_json_value(a) != to_json_value(b)
     ]
+    if meta.dataset is not None and want.dataset is not None and meta.dataset.sha256 != want.dataset.sha256:
+        diffs.append(
+            f"dataset: run had rows sha256 {meta.dataset.sha256[:12]}…, now {want.dataset.sha256[:12]}…"
+        )
     if diffs:
         raise ResumeMismatchError(
             f"cannot resume {path}: it was made with different settings ({'; '.join(diffs)})"
@@ -239,6 +254,7 @@ async def run_eval(
         shuffle=shuffle,
         started_at=utc_now(),
         counts=RunCounts(planned=len(rows) * rollouts_per_example),
+        dataset=env.dataset_record(),
     )
     run_dir = RunDirectory(output_dir) if output_dir is not None else None
     limit = make_limit(max_concurrent)
@@ -246,7 +262,7 @@ async def run_eval(
     ray_report = RayReport(address=distributed.address) if distributed is not None else None
 
     async def execute(previous: list[dict[str, Any]], claim: Callable[[], None]) -> EvalRun:
-        agg = RunAggregate(pass_threshold=pass_threshold)
+        agg = RunAggregate(pass_threshold=pass_threshold, run_metrics=env.run_metrics())
         done = unique_records(previous)
         previous = [dict(r) for r in done.values()]
         agg.add_all(previous)

@@ -8,6 +8,12 @@ _OPEN = "<think>"
 _CLOSE = "</think>"
 
 
+def unclosed_think(text: str) -> bool:
+    """Whether ``text`` ends inside a ``<think>`` block (its last ``<think>`` is never closed): reasoning
+    that was cut off, whose text must not be read as an answer."""
+    return text.rfind(_OPEN) > text.rfind(_CLOSE)
+
+
 class ThinkParser(Parser):
     """Strict: the message must contain a closed think block; the answer is read after the last ``</think>``.
 
@@ -40,10 +46,9 @@ class MaybeThinkParser(Parser):
     """
 
     def parse(self, text: str) -> str | None:
-        last_open = text.rfind(_OPEN)
-        last_close = text.rfind(_CLOSE)
-        if last_open > last_close:
+        if unclosed_think(text):
             return None
+        last_close = text.rfind(_CLOSE)
         if last_close >= 0:
             text = text[last_close + len(_CLOSE) :]
         return self.extract_fn(text.strip())

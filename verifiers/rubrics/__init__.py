@@ -12,7 +12,9 @@ from verifiers._exports import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "question_text": "verifiers.parsers.parser",
+    "MultipleChoiceRubric": "verifiers.rubrics.choice_rubric",
     "HybridMathRubric": "verifiers.rubrics.hybrid_math_rubric",
+    "math_or_hybrid_rubric": "verifiers.rubrics.hybrid_math_rubric",
     "JudgeRubric": "verifiers.rubrics.judge_rubric",
     "JudgeVerdict": "verifiers.rubrics.judge_rubric",
     "judge_from_args": "verifiers.rubrics.judge_rubric",
@@ -21,8 +23,10 @@ _EXPORTS: dict[str, str] = {
     "VerifyOutcome": "verifiers.rubrics.math_pool",
     "quick_verdict": "verifiers.rubrics.math_pool",
     "MathRubric": "verifiers.rubrics.math_rubric",
+    "truncated": "verifiers.rubrics.metrics",
     "Rubric": "verifiers.rubrics.rubric",
     "RubricGroup": "verifiers.rubrics.rubric",
+    "RunMetric": "verifiers.rubrics.rubric",
     "Score": "verifiers.rubrics.rubric",
     "compute_advantages": "verifiers.rubrics.rubric",
     "group_reward": "verifiers.rubrics.rubric",
@@ -33,7 +37,11 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from verifiers.parsers.parser import question_text as question_text
-    from verifiers.rubrics.hybrid_math_rubric import HybridMathRubric as HybridMathRubric
+    from verifiers.rubrics.choice_rubric import MultipleChoiceRubric as MultipleChoiceRubric
+    from verifiers.rubrics.hybrid_math_rubric import (
+        HybridMathRubric as HybridMathRubric,
+        math_or_hybrid_rubric as math_or_hybrid_rubric,
+    )
     from verifiers.rubrics.judge_rubric import (
         JudgeRubric as JudgeRubric,
         JudgeVerdict as JudgeVerdict,
@@ -46,9 +54,11 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
         quick_verdict as quick_verdict,
     )
     from verifiers.rubrics.math_rubric import MathRubric as MathRubric
+    from verifiers.rubrics.metrics import truncated as truncated
     from verifiers.rubrics.rubric import (
         Rubric as Rubric,
         RubricGroup as RubricGroup,
+        RunMetric as RunMetric,
         Score as Score,
         compute_advantages as compute_advantages,
         group_reward as group_reward,

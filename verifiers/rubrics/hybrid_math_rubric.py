@@ -90,3 +90,17 @@ class HybridMathRubric(MathRubric):
         score.metrics["judge_called"] = 1.0
         score.metrics["judge_correct"] = 1.0 if verdict.correct else 0.0
         return Score(1.0 if verdict.correct else score.value, score.metrics)
+
+
+def math_or_hybrid_rubric(
+    *,
+    judge: JudgeRubric | None = None,
+    timeout: float = 10.0,
+    max_answer_chars: int = 1000,
+    workers: int | None = None,
+) -> MathRubric:
+    """``MathRubric`` with these options, or ``HybridMathRubric`` when ``judge`` is given (an environment's
+    ``judge_*`` arguments made into a judge by ``judge_from_args``)."""
+    if judge is None:
+        return MathRubric(timeout=timeout, max_answer_chars=max_answer_chars, workers=workers)
+    return HybridMathRubric(judge=judge, timeout=timeout, max_answer_chars=max_answer_chars, workers=workers)

@@ -4,12 +4,14 @@ the reference answer.
 * The prompt is a template with ``{question}``, ``{answer}`` and ``{response}`` (only these three are
   substituted, in one pass, so LaTeX braces in the template or in the answers are left alone).
 * Verdicts: ``"yes_no"`` (the judge says yes or no) or ``"abc"``, the CompassVerifier grading scheme
-  (A = correct, B = incorrect, C = invalid response; ``\\boxed{A}`` is accepted and preferred).
+  (A = correct, B = incorrect, C = invalid response; ``\\boxed{A}`` is accepted and preferred); or any
+  other form through ``verdict_parser`` (a benchmark's own structured verdict, e.g. HLE's JSON fields,
+  kept in ``JudgeVerdict.fields``).
 * A judge that cannot be reached after the client's retries raises ``JudgeUnavailableError``: the
   rollout gets an *infra* error (a trainer can mask it), never a silent 0. A reply that holds no verdict
   is a ``ScoringError``.
-* Verdicts are cached per rendered prompt, i.e. per (question, answer, response); concurrent identical
-  requests share one call.
+* Verdicts are cached per (judge model, rendered prompt), i.e. per (question, answer, response) of one judge
+  model; concurrent identical requests share one call.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ import functools
 import os
 import re
 from collections import OrderedDict
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from verifiers._urls import redact_url
@@ -126,12 +128,14 @@ def parse_verdict(text: str, verdict_format: VerdictFormat) -> tuple[str, bool] 
 
 @dataclass(frozen=True, slots=True)
 class JudgeVerdict:
-    """A judge's decision: ``label`` (``yes``/``no`` or ``A``/``B``/``C``), ``correct``, the raw reply."""
+    """A judge's decision: ``label`` (``yes``/``no`` or ``A``/``B``/``C``), ``correct``, the raw reply, and
+    the structured fields a ``verdict_parser`` read from it (e.g. a confidence)."""
 
     label: str
     correct: bool
     raw: str
     cached: bool = False
+    fields: dict[str, Any] = field(default_factory=dict)
 
     @property
     def invalid(self) -> bool:
@@ -149,7 +153,10 @@ class JudgeRubric(Rubric):
         judge_model: model name sent to the judge endpoint.
         judge_prompt: template with ``{question}``, ``{answer}``, ``{response}``; defaults to a yes/no
             or an A/B/C prompt according to ``verdict_format``.
-        judge_sampling_args: extra request fields (default ``temperature=0``).
+        judge_sampling_args: extra request fields (default ``temperature=0``; ``{}`` sends none, for
+            judges that accept no temperature).
+        verdict_parser: reads a reply into a ``JudgeVerdict`` (or ``None``: no verdict) instead of
+            ``verdict_format``'s rule, for a benchmark's own verdict form.
         max_retries: judge request retries before ``JudgeUnavailableError``.
         cache_size: verdicts kept (LRU).
     """
@@ -165,6 +172,7 @@ class JudgeRubric(Rubric):
         judge_prompt: str | None = None,
         verdict_format: VerdictFormat = "yes_no",
         judge_sampling_args: SamplingArgs | None = None,
+        verdict_parser: Callable[[str], JudgeVerdict | None] | None = None,
         max_retries: int = 3,
         request_timeout: float = 120.0,
         cache_size: int = 100_000,
@@ -183,6 +191,7 @@ class JudgeRubric(Rubric):
         self.judge_sampling_args: SamplingArgs = (
             {"temperature": 0.0} if judge_sampling_args is None else merge_sampling_args(judge_sampling_args)
         )
+        self.verdict_parser = verdict_parser
         self._client = judge_client
         self._owns_client = judge_client is None
         self._base_url = judge_base_url
@@ -219,27 +228,28 @@ class JudgeRubric(Rubric):
         its reply holds no verdict.
         """
         prompt = render_prompt(self.judge_prompt, question=question, answer=answer, response=response)
-        hit = self._cache.get(prompt)
+        key = f"{self.judge_model}\x00{prompt}"
+        hit = self._cache.get(key)
         if hit is not None:
-            self._cache.move_to_end(prompt)
+            self._cache.move_to_end(key)
             return replace(hit, cached=True)
         loop = asyncio.get_running_loop()
-        task = self._inflight.get(prompt)
+        task = self._inflight.get(key)
         shared = task is not None and task.get_loop() is loop and not task.done()
         if not shared:
             task = loop.create_task(self._ask(prompt))
-            self._inflight[prompt] = task
-            task.add_done_callback(functools.partial(self._finished, prompt))
+            self._inflight[key] = task
+            task.add_done_callback(functools.partial(self._finished, key))
         assert task is not None
         verdict = await asyncio.shield(task)  # a cancelled caller leaves the call to the others
         return replace(verdict, cached=True) if shared else verdict
 
-    def _finished(self, prompt: str, task: asyncio.Task[JudgeVerdict]) -> None:
-        if self._inflight.get(prompt) is task:
-            del self._inflight[prompt]
+    def _finished(self, key: str, task: asyncio.Task[JudgeVerdict]) -> None:
+        if self._inflight.get(key) is task:
+            del self._inflight[key]
         if task.cancelled() or task.exception() is not None:
             return
-        self._cache[prompt] = task.result()
+        self._cache[key] = task.result()
         if len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
 
@@ -256,6 +266,11 @@ class JudgeRubric(Rubric):
             raise JudgeUnavailableError(
                 f"judge {self.judge_model!r} at {where} gave no verdict: {type(exc).__name__}: {exc}"
             ) from exc
+        if self.verdict_parser is not None:
+            verdict = self.verdict_parser(resp.text)
+            if verdict is None:
+                raise ScoringError(f"the judge's reply holds no verdict: {resp.text[:200]!r}")
+            return replace(verdict, raw=resp.text)
         parsed = parse_verdict(resp.text, self.verdict_format)
         if parsed is None:
             raise ScoringError(

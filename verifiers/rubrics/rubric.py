@@ -12,6 +12,10 @@ return one float per rollout.
 
 A function of weight 0 is a metric: recorded, not added to the reward. A function that raises gives
 the rollout a scoring error (``reward = None``); it is never turned into 0.0.
+
+A *run-level* metric (``add_run_metric``) is defined over the whole run, not averaged per rollout (HLE's
+calibration error): the run folds every scored rollout's values of its ``keys`` into it at the end
+(``metadata.json``'s ``run_metrics``), and a re-score computes it again.
 """
 
 from __future__ import annotations
@@ -48,6 +52,17 @@ class Score:
 
     value: float
     metrics: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RunMetric:
+    """A metric of a whole run: ``fn`` gets one tuple of the metric values named by ``keys`` per scored
+    rollout that recorded them all (in no particular order) and returns the run's value, or ``None`` when
+    there are not enough rollouts for one."""
+
+    name: str
+    keys: tuple[str, ...]
+    fn: Callable[[Sequence[tuple[float, ...]]], float | None]
 
 
 def group_reward(func: RewardFunc) -> RewardFunc:
@@ -103,6 +118,7 @@ class Rubric:
         self.parser_is_default = parser is None
         self._specs: list[_RewardSpec] = []
         self._objects: dict[str, Any] = {}
+        self._run_metrics: list[RunMetric] = []
         for i, f in enumerate(funcs):
             self.add_reward_func(f, 1.0 if weights is None else float(weights[i]))
 
@@ -143,6 +159,16 @@ class Rubric:
 
     def add_metric(self, func: RewardFunc) -> None:
         self.add_reward_func(func, weight=0.0)
+
+    def add_run_metric(self, metric: RunMetric) -> None:
+        """Add a metric computed over the whole run from per-rollout metrics (see ``RunMetric``)."""
+        if any(m.name == metric.name for m in self.run_metrics):
+            raise ValueError(f"a run metric named {metric.name!r} is already in this rubric")
+        self._run_metrics.append(metric)
+
+    @property
+    def run_metrics(self) -> list[RunMetric]:
+        return list(self._run_metrics)
 
     @property
     def func_names(self) -> list[str]:
@@ -289,6 +315,10 @@ class RubricGroup(Rubric):
     @property
     def has_group_funcs(self) -> bool:
         return any(r.has_group_funcs for r in self.rubrics)
+
+    @property
+    def run_metrics(self) -> list[RunMetric]:
+        return [*self._run_metrics, *(m for r in self.rubrics for m in r.run_metrics)]
 
     def add_reward_func(self, func: RewardFunc, weight: float = 1.0) -> None:
         raise TypeError("add reward functions to one of the RubricGroup's rubrics, not to the group")
