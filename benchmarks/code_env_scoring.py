@@ -22,19 +22,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import io
 import os
 import shutil
 import statistics
 import sys
-import tarfile
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _smoke import parse_args
 from code_env import ScoreReport, ScoringLimits, sample_records, score_solution
 
 from verifiers.sandbox import SandboxPool, available_backends, get_backend
@@ -73,10 +72,12 @@ class HostDirectory:
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    async def upload_bundle(self, tar_bytes: bytes, dest: str = ".") -> int:
-        with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as tar:
-            tar.extractall(self.root / dest, filter="data")
-            return len(tar.getmembers())
+    async def upload_files(self, files: Mapping[str, bytes], dest: str = ".") -> int:
+        root = self.root / dest
+        for name, data in files.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_bytes(data)
+        return len(files)
 
     async def exec(self, command: list[str], *, timeout: float) -> ExecOutcome:  # noqa: ASYNC109 - Sandbox.exec's
         # -I -S: no site-packages or PYTHON* variables, like the sandboxes; .pth hooks cost ~40 ms a start
@@ -162,7 +163,7 @@ async def main() -> int:
     ap.add_argument("--tests", type=int, default=10, help="tests per problem")
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--backends", default=None, help="comma-separated; default: every available backend")
-    args = ap.parse_args()
+    args = parse_args(ap, None, n=4, rounds=1, tests=3, concurrency=2)
     backends = args.backends.split(",") if args.backends else available_backends()
     limits = ScoringLimits(timeout=10.0)
     work = problems(args.n, args.tests)

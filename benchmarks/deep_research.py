@@ -25,6 +25,7 @@ import statistics
 import time
 from typing import Any
 
+from _smoke import parse_args
 from deep_research_env.backends import LocalBackend
 from deep_research_env.corpus import Page, bundled_pages
 from deep_research_env.index import BM25Index, tokens
@@ -132,7 +133,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--common-fraction", type=float, default=0.05, help="BM25Index's common-word cut-off")
-    args = ap.parse_args()
+    args = parse_args(ap, None, pages=2000, queries=20, repeats=1)
     report("bundled corpus", measure(list(bundled_pages()), args.queries, args.repeats, args.common_fraction))
     t0 = time.perf_counter()
     pages = generated_pages(args.pages)

@@ -34,6 +34,7 @@ import msgpack
 import orjson
 import zmq
 import zmq.asyncio
+from _smoke import parse_args
 
 from verifiers.envs import load_environment
 from verifiers.eval.sync import run_async
@@ -53,7 +54,7 @@ def cpu_seconds(pids: list[int]) -> float:
 
 def start_model_server() -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [sys.executable, str(HERE / "zero_latency_server.py"), "0"], stdout=subprocess.PIPE, text=True
+        [sys.executable, str(HERE / "_zero_latency_server.py"), "0"], stdout=subprocess.PIPE, text=True
     )
     assert proc.stdout is not None
     return proc, f"http://127.0.0.1:{int(proc.stdout.readline().split()[1])}/v1"
@@ -176,7 +177,7 @@ def main() -> None:
     ap.add_argument(
         "--workers", type=int, default=os.cpu_count() or 1, help="vf-serve --workers (default: cores)"
     )
-    args = ap.parse_args()
+    args = parse_args(ap, None, examples=20, rollouts=2, concurrency=8, rounds=1)
     env_args = {"tasks": ["boolean_expressions"], "num_examples": args.examples, "seed": 0}
     model, url = start_model_server()
     served = None

@@ -24,13 +24,14 @@ from pathlib import Path
 
 import aiohttp
 import orjson
+from _smoke import parse_args
 
 HERE = Path(__file__).resolve().parent
 
 
 def start_server() -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [sys.executable, str(HERE / "zero_latency_server.py"), "0"], stdout=subprocess.PIPE, text=True
+        [sys.executable, str(HERE / "_zero_latency_server.py"), "0"], stdout=subprocess.PIPE, text=True
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -58,7 +59,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--concurrency", type=int, default=64)
-    args = ap.parse_args()
+    args = parse_args(ap, None, n=200, concurrency=16)
     server, url = start_server()
     try:
         try:

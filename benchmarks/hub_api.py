@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from _smoke import parse_args
 
 sys.path.insert(0, str(Path(__file__).parent))
 from hub_index import PROJECTS, VERSIONS, create_token, free_port, prepare_hub, tiny_dists, wait_http
@@ -286,7 +287,7 @@ def main() -> int:
         "--mix", default="all", help="comma-separated hit, miss, auth, authmiss (see above), or all"
     )
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
-    args = parser.parse_args()
+    args = parse_args(parser, None, seconds=1, connections="8", mix="hit,miss", pg_workers=1)
     args.mixes = list(MIXES) if args.mix == "all" else args.mix.split(",")
     if unknown := set(args.mixes) - set(MIXES):
         parser.error(f"unknown --mix {','.join(sorted(unknown))}; choose from {','.join(MIXES)} or all")

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+from _smoke import parse_args
 
 from verifiers.clients.local_model import free_port
 
@@ -50,6 +51,11 @@ def tiny_dists(name: str, version: str) -> tuple[tuple[str, bytes], tuple[str, b
         f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nSummary: benchmark package\n"
         "Requires-Python: >=3.11\n\n"
     ).encode()
+    # The hub builds nothing, but an sdist must be buildable by hatchling alone (hub_server/build_rules.py).
+    pyproject = (
+        f'[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n'
+        f'[project]\nname = "{name}"\nversion = "{version}"\nrequires-python = ">=3.11"\n'
+    ).encode()
     files = {
         f"{module}/__init__.py": source,
         f"{stem}.dist-info/METADATA": metadata,
@@ -66,7 +72,12 @@ def tiny_dists(name: str, version: str) -> tuple[tuple[str, bytes], tuple[str, b
             zf.writestr(path, data)
     sdist = io.BytesIO()
     with gzip.GzipFile(fileobj=sdist, mode="wb") as gz, tarfile.open(fileobj=gz, mode="w") as tar:
-        for path, data in ((f"{stem}/PKG-INFO", metadata), (f"{stem}/{module}/__init__.py", source)):
+        members = (
+            (f"{stem}/PKG-INFO", metadata),
+            (f"{stem}/pyproject.toml", pyproject),
+            (f"{stem}/{module}/__init__.py", source),
+        )
+        for path, data in members:
             info = tarfile.TarInfo(path)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
@@ -155,7 +166,7 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--hub-workers", type=int, default=1, help="uvicorn worker processes for the hub")
-    args = parser.parse_args()
+    args = parse_args(parser, None, duration=1, connections=4)
     load_before = os.getloadavg()[0]  # other work on the machine skews the figures, p99 most
     if shutil.which("wrk") is None:
         print("wrk is not installed", file=sys.stderr)

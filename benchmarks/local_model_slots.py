@@ -14,6 +14,8 @@ import argparse
 import asyncio
 import time
 
+from _smoke import parse_args
+
 from verifiers.clients import Client, Endpoint
 from verifiers.clients.local_model import LocalModelServer, cpu_cores
 
@@ -53,7 +55,7 @@ def main() -> None:
         "(before), then one slot per core]",
     )
     ap.add_argument("--repeat", type=int, default=1)
-    opts = ap.parse_args()
+    opts = parse_args(ap, None, requests=2, max_tokens=8, configs="1x2,2x1")
     configs = [tuple(int(n) for n in c.split("x")) for c in opts.configs.split(",")]
     print(f"{cores} cores; {opts.requests} requests at once, max_tokens {opts.max_tokens}")
     for repeat in range(1, opts.repeat + 1):

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+from _smoke import parse_args
+
 Variant = tuple[str, list[str], list[str]]  # gold, right notations, wrong answers
 
 
@@ -260,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=3, help="interleaved rubric/plain runs (machine noise)")
     ap.add_argument("--phase", choices=["both", "plain"], default="both", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
+    args = parse_args(ap, argv, n=20, rollouts=2, concurrency=8, repeat=1)
 
     pairs = make_pairs(args.n, args.rollouts, args.seed, args.order)
     if args.phase == "plain":

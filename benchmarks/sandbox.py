@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from _smoke import parse_args
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from verifiers.sandbox import (
@@ -137,7 +139,7 @@ async def main() -> None:
     ap.add_argument("--cycles", type=int, default=5, help="create/destroy cycles")
     ap.add_argument("--idle-ms", type=float, default=100.0, help="idle time before the 'idle' warm exec")
     ap.add_argument("--json", type=Path)
-    args = ap.parse_args()
+    args = parse_args(ap, None, execs=3, cycles=1)
 
     backends = [get_backend(n) for n in args.backends.split(",") if n]
     warm = await bench_warm_exec(backends, args.execs, args.idle_ms / 1000)

@@ -1,6 +1,6 @@
 """Scale: 4,096 rollouts in flight on one machine, and the Ray backend's overhead (issue 17).
 
-Starts a server that answers every request after a fixed latency (``zero_latency_server.py --latency``, 1 s by default,
+Starts a server that answers every request after a fixed latency (``_zero_latency_server.py --latency``, 1 s by default,
 nothing computed), then, in the same run and each as its own whole process:
 
 1. raw: a bare aiohttp session posting the same chat request N times from C workers (the ceiling);
@@ -32,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from _smoke import parse_args
 
 HERE = Path(__file__).resolve().parent
 ENV_ID = "scale-bench"
@@ -214,7 +216,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--no-ray", action="store_true")
     ap.add_argument("--job", nargs=argparse.REMAINDER)
-    args = ap.parse_args()
+    args = parse_args(ap, None, n=64, concurrency=16, latency=0.05)
     if args.job:
         kind, url, n, conc, *rest = args.job
         if kind == "raw":
@@ -228,7 +230,7 @@ def main() -> None:
     # A loopback-only cluster (and its drivers, the jobs below): no token auth, whatever ~/.ray holds.
     os.environ["RAY_AUTH_MODE"] = "disabled"
     server = subprocess.Popen(
-        [sys.executable, str(HERE / "zero_latency_server.py"), "--latency", str(args.latency)],
+        [sys.executable, str(HERE / "_zero_latency_server.py"), "--latency", str(args.latency)],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -31,12 +31,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from _smoke import parse_args
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "environments" / "swe_env"))
 
 from swe_env.scaffolds.r2e import R2EEnv  # noqa: E402
-from swe_env.task import SweTask, load_tasks  # noqa: E402
+from swe_env.sources import load_tasks  # noqa: E402
+from swe_env.task import SweTask  # noqa: E402
 
 import verifiers as vf  # noqa: E402
 from tests.scripted_server import Reply, ScriptedServer, tool_call  # noqa: E402
@@ -260,7 +263,7 @@ def report(name: str, res: dict[str, Any], host: dict[str, dict[str, float]], ro
             print(f"  errors: {info['errors']}")
 
 
-async def main() -> None:
+async def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
         "--backends", default=",".join(b for b in ("runsc", "bwrap") if b in available_backends())
@@ -270,7 +273,7 @@ async def main() -> None:
     # The rollout on its own makes more calls, so that each kind's p50 has ~20 samples rather than 5.
     ap.add_argument("--alone-calls", type=int, default=122)
     ap.add_argument("--json", type=Path)
-    args = ap.parse_args()
+    args = parse_args(ap, None, rollouts=2, calls=8, alone_calls=12)
     tasks = load_tasks("bundled")
     host = host_baselines(tasks[0], 30)
     print("host subprocess.run p50 (ms): " + ", ".join(f"{k} {v['p50_ms']:.1f}" for k, v in host.items()))
@@ -281,7 +284,14 @@ async def main() -> None:
         results[name] = res
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
+    # A rollout that errored makes the figures meaningless: a failure, not a slow run.
+    errored = [
+        n
+        for n, r in results.items()
+        if n != "host" and any(r[p]["n_errors"] for p in ("alone_info", "concurrent_info"))
+    ]
+    return 1 if errored else 0
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    sys.exit(asyncio.run(main()))

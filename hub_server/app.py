@@ -32,10 +32,11 @@ from hub_server.context import Hub
 from hub_server.db import plan_pool, split_pool
 from hub_server.deps import hub_error_json
 from hub_server.principal_cache import PrincipalCache
-from hub_server.routers import api, evals, pages, simple, smoke as smoke_router, web
+from hub_server.routers import api, evals, manage, pages, simple, smoke as smoke_router, web
 from hub_server.services.errors import HubError
 from hub_server.settings import HubSettings
 from hub_server.simple_index import FastPath
+from verifiers.hub import wire
 
 log = logging.getLogger("hub_server")
 HERE = Path(__file__).parent
@@ -160,6 +161,9 @@ def create_app(settings: HubSettings | None = None) -> FastAPI:
     )
     app.state.hub = hub
     app.state.templates = Jinja2Templates(directory=HERE / "templates")
+    app.state.templates.env.globals["run_warnings"] = (
+        wire.RUN_WARNINGS
+    )  # the text behind a run's warning codes
 
     @app.exception_handler(HubError)
     async def _hub_error(request: Request, exc: HubError) -> Response:
@@ -189,6 +193,7 @@ def create_app(settings: HubSettings | None = None) -> FastAPI:
     app.include_router(simple.router)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(pages.router)  # before web: /account and /docs are not owners
+    app.include_router(manage.router)  # before web: …/settings and /account/orgs/… are not environments
     app.include_router(web.router)  # last: its /{owner}/{name} pattern would shadow the rest
     # the hot JSON reads skip routing and validation (innermost: after the guard, under the cache)
     app.state.principals = PrincipalCache()

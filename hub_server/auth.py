@@ -1,14 +1,22 @@
 """Tokens, principals and permission rules (one place, used by the API, the index and the web UI).
 
 Rules:
-- scopes nest: ``admin`` ⊇ ``publish`` ⊇ ``read``; ``admin`` only counts for users flagged admin;
-- a principal may read private environments of its own namespace and of the organisations it belongs to;
-- it may publish (and yank, update) there with a ``publish`` token;
+- scopes nest: ``admin`` ⊇ ``publish`` ⊇ ``read``; ``admin`` only counts for users flagged admin, and an
+  admin token may do everything below in every namespace;
+- roles (``ROLES``): a user owns its own namespace; in an organisation every member (any role) reads its
+  private environments and runs, publishes (new environments too), edits descriptions and tags, and pushes
+  eval runs and sets their visibility (``can_publish_to``); owners and admins also yank, change an
+  environment's visibility, share it (read grants) and manage members (``can_manage``); owners alone
+  add, remove or demote owners, and an organisation keeps one (``services.members``); deleting is for hub
+  admins. docs/hub.md ("Roles and read grants") prints the whole matrix;
+- a read grant (``services.sharing``) lets one user read one private environment, and its public eval
+  runs, as if it were public (``can_read_environment``), and nothing more;
+- a private environment the caller may not read is reported as *not found*, never as forbidden; one it
+  may read but not change is a 403 saying which role it needs;
 - a presented but invalid, expired or revoked token is a 401 even where no token is needed;
 - the web session cookie holds a session id (``vfs_…``, one per sign-in, ``models.WebSession``), never an
   API token: a session id is refused as a token and a token in the cookie signs nobody in; an ended,
-  expired or unknown session is simply signed out (the browser is sent to /login, not shown a 401);
-- a private environment the caller may not read is reported as *not found*, never as forbidden.
+  expired or unknown session is simply signed out (the browser is sent to /login, not shown a 401).
 """
 
 from __future__ import annotations
@@ -19,12 +27,12 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Literal, Protocol, get_args
 
-from sqlalchemy import select
+from sqlalchemy import String, literal, select, union_all
 from sqlalchemy.orm import Session
 
-from hub_server.models import ApiToken, Membership, User, WebSession, utcnow
+from hub_server.models import ApiToken, Membership, ReadGrant, User, WebSession, utcnow
 
 TOKEN_PREFIX = "vfh_"
 SCOPES = ("read", "publish", "admin")
@@ -32,6 +40,11 @@ COOKIE_NAME = "vf_hub_token"
 #: What a web session id (the cookie's value) starts with; API tokens start with ``TOKEN_PREFIX``.
 SESSION_PREFIX = "vfs_"
 _RANK = {s: i for i, s in enumerate(SCOPES)}
+#: An organisation member's role; ``ROLES`` lists them, most rights first (the matrix above).
+Role = Literal["owner", "admin", "member"]
+ROLES: tuple[Role, ...] = get_args(Role)
+#: The roles that manage a namespace's environments and members.
+MANAGING_ROLES = frozenset({"owner", "admin"})
 _TOUCH_EVERY = timedelta(minutes=5)
 
 
@@ -96,8 +109,12 @@ class Principal:
     is_admin: bool
     scopes: frozenset[str]
     token_id: int
-    #: The user's own namespace and those of its organisations.
+    #: The user's own namespace and those of its organisations (any role).
     owner_ids: frozenset[int]
+    #: Of those, the namespaces it manages: its own, and organisations where it is an owner or admin.
+    managed_ids: frozenset[int]
+    #: Environments shared with the user by a read grant.
+    granted_ids: frozenset[int]
 
     def has(self, scope: str) -> bool:
         if scope == "admin":
@@ -107,12 +124,23 @@ class Principal:
     def can_read_owner(self, owner_id: int) -> bool:
         return self.has("read") and (owner_id in self.owner_ids or self.has("admin"))
 
+    def can_read_environment(self, environment_id: int, owner_id: int) -> bool:
+        """Whether it may read this private environment: its namespace's, or shared with it."""
+        return self.can_read_owner(owner_id) or (self.has("read") and environment_id in self.granted_ids)
+
     def can_publish_to(self, owner_id: int) -> bool:
         return self.has("publish") and (owner_id in self.owner_ids or self.has("admin"))
 
+    def can_manage(self, owner_id: int) -> bool:
+        """Yank, change visibility, share; manage members (the matrix above: owners and admins)."""
+        return self.has("publish") and (owner_id in self.managed_ids or self.has("admin"))
+
 
 class Owned(Protocol):
-    """Anything with a visibility and an owner: an environment row or a cached index entry."""
+    """An environment as the index caches it: its id, visibility and owner."""
+
+    @property
+    def environment_id(self) -> int: ...
 
     @property
     def visibility(self) -> str: ...
@@ -124,12 +152,36 @@ class Owned(Protocol):
 def can_read(principal: Principal | None, item: Owned) -> bool:
     if item.visibility == "public":
         return True
-    return principal is not None and principal.can_read_owner(item.owner_id)
+    return principal is not None and principal.can_read_environment(item.environment_id, item.owner_id)
 
 
-def owner_ids_of(session: Session, user: User) -> frozenset[int]:
-    orgs = session.scalars(select(Membership.org_id).where(Membership.user_id == user.id))
-    return frozenset([user.owner_id, *orgs])
+@dataclass(frozen=True, slots=True)
+class Access:
+    """What a user's memberships and read grants give it (``Principal``'s namespaces and grants)."""
+
+    owner_ids: frozenset[int]
+    managed_ids: frozenset[int]
+    granted_ids: frozenset[int]
+
+
+_GRANT = "grant"  # the second column's value for a read grant's row in ``access_of``
+
+
+def access_of(session: Session, user: User) -> Access:
+    """The user's organisations (with roles) and read grants, in one query (a principal costs what it
+    did before grants existed: the token, then this)."""
+    rows = session.execute(
+        union_all(
+            select(Membership.org_id, Membership.role).where(Membership.user_id == user.id),
+            select(ReadGrant.environment_id, literal(_GRANT, String)).where(ReadGrant.user_id == user.id),
+        )
+    ).all()
+    orgs = [(i, role) for i, role in rows if role != _GRANT]
+    return Access(
+        owner_ids=frozenset([user.owner_id, *(i for i, _ in orgs)]),
+        managed_ids=frozenset([user.owner_id, *(i for i, role in orgs if role in MANAGING_ROLES)]),
+        granted_ids=frozenset(i for i, role in rows if role == _GRANT),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,13 +213,16 @@ def _refuse_dead(row: ApiToken) -> None:
 
 
 def _token_check(session: Session, row: ApiToken, expires_at: datetime | None) -> TokenCheck:
+    access = access_of(session, row.user)
     principal = Principal(
         user_id=row.user_id,
         username=row.user.username,
         is_admin=row.user.is_admin,
         scopes=frozenset(row.scopes),
         token_id=row.id,
-        owner_ids=owner_ids_of(session, row.user),
+        owner_ids=access.owner_ids,
+        managed_ids=access.managed_ids,
+        granted_ids=access.granted_ids,
     )
     return TokenCheck(principal, row.last_used_at, expires_at)
 

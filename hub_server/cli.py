@@ -48,9 +48,12 @@ def _typer(help: str) -> typer.Typer:
 app = _typer("The verifiers Environments Hub server and its admin tasks.")
 db_app = _typer("Database migrations (Alembic).")
 user_app = _typer("Users.")
-org_app = _typer("Organisations (shared namespaces).")
+org_app = _typer("Organisations (shared namespaces): members and their roles (owner, admin, member).")
 token_app = _typer("API tokens.")
-name_app = _typer("Distribution names the upstream index serves that an owner may still publish first.")
+name_app = _typer(
+    "Distribution names set aside for one owner, who alone may publish them first (also names the upstream "
+    "index serves)."
+)
 app.add_typer(db_app, name="db")
 app.add_typer(user_app, name="user")
 app.add_typer(org_app, name="org")
@@ -186,7 +189,7 @@ def serve(
     os.environ["VF_HUB_WORKERS"] = str(workers)  # each worker sizes its pool by the number of workers
     if trusted_proxy:
         os.environ["VF_HUB_TRUSTED_PROXIES"] = ",".join(trusted_proxy)
-    # Smoke checks fetch requirements beyond the SDK from this hub's own index (vf-smoke, run by hub_server.services.smoke).
+    # Smoke checks fetch requirements beyond the SDK from this hub's own index (vf-smoke, run by hub_server.smoke_checks).
     local = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     os.environ.setdefault("VF_HUB_SMOKE_INDEX_URL", f"http://{local}:{port}/simple/")
     scratch: Path | None = None  # the demo's own temporary data dir, removed on the way out
@@ -336,20 +339,63 @@ def org_create(
     typer.echo(f"created organisation {name.lower()}")
 
 
+Role = Annotated[str, typer.Argument(metavar="ROLE", help="owner, admin or member (see docs/hub.md).")]
+
+
 @org_app.command("add-member")
 def org_add_member(
     org: str,
     username: str,
-    role: Annotated[str, typer.Option(help="member or owner")] = "member",
+    role: Annotated[str, typer.Option(help="owner, admin or member")] = "member",
     database_url: DbUrl = None,
     data_dir: DataDir = None,
 ) -> None:
-    """Add USERNAME to ORG."""
-    from hub_server.services import add_member
+    """Add USERNAME to ORG (refused if already a member: `set-role` changes a role)."""
+    from hub_server.services.members import add_member
 
     with _refusals():
-        add_member(_hub(database_url, data_dir), org, username, role)
-    typer.echo(f"{username} is now a {role} of {org}")
+        member = add_member(_hub(database_url, data_dir), org, username, role)
+    typer.echo(f"{member.username} is now {_a(member.role)} of {org.lower()}")
+
+
+def _a(role: str) -> str:
+    return f"an {role}" if role[0] in "aeiou" else f"a {role}"
+
+
+@org_app.command("members")
+def org_members(org: str, database_url: DbUrl = None, data_dir: DataDir = None) -> None:
+    """List ORG's members and their roles, owners first."""
+    from hub_server.services.members import list_members
+
+    hub = _hub(database_url, data_dir)
+    with _refusals(), hub.db.read() as session:
+        rows = list_members(session, None, org)
+    width = max([len("USER"), *(len(m.username) for m in rows)])
+    typer.echo(f"{'USER':<{width}}  ROLE")
+    for m in rows:
+        typer.echo(f"{m.username:<{width}}  {m.role}")
+
+
+@org_app.command("set-role")
+def org_set_role(
+    org: str, username: str, role: Role, database_url: DbUrl = None, data_dir: DataDir = None
+) -> None:
+    """Give member USERNAME of ORG the role ROLE (an organisation always keeps one owner)."""
+    from hub_server.services.members import set_role
+
+    with _refusals():
+        member = set_role(_hub(database_url, data_dir), org, username, role)
+    typer.echo(f"{member.username} is now {_a(member.role)} of {org.lower()}")
+
+
+@org_app.command("remove-member")
+def org_remove_member(org: str, username: str, database_url: DbUrl = None, data_dir: DataDir = None) -> None:
+    """Take USERNAME out of ORG: its tokens stop reading and publishing there at once (never the last owner)."""
+    from hub_server.services.members import remove_member
+
+    with _refusals():
+        remove_member(_hub(database_url, data_dir), org, username)
+    typer.echo(f"{username.lower()} is no longer a member of {org.lower()}")
 
 
 @token_app.command("create")
@@ -414,8 +460,9 @@ def name_allow(
     database_url: DbUrl = None,
     data_dir: DataDir = None,
 ) -> None:
-    """Let OWNER publish NAME although the upstream index serves a project of that name (publishing it
-    then shadows the upstream project for everyone installing through this hub)."""
+    """Set NAME aside for OWNER: only OWNER may publish it first, also when the upstream index serves a
+    project of that name (publishing it then shadows the upstream project for everyone installing through
+    this hub)."""
     from hub_server.services.names import allow_name
 
     with _refusals():

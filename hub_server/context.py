@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from sqlalchemy import update
 from sqlalchemy.exc import SQLAlchemyError
@@ -27,13 +27,12 @@ from hub_server.models import ApiToken, utcnow
 from hub_server.sdk_dist import SDK_NAME, SdkDist
 from hub_server.settings import HubSettings
 from hub_server.simple_index import IndexCache
+from hub_server.smoke_checks import SmokeChecks
 from hub_server.upstream import Upstream
 from hub_server.validation import Limits
 
-if TYPE_CHECKING:
-    from hub_server.services.smoke import SmokeChecks
-
 log = logging.getLogger("hub_server")
+_smoke_lock = threading.Lock()
 
 
 @dataclass
@@ -46,8 +45,15 @@ class Hub:
     upstream: Upstream | None = None
     #: The SDK's own wheel and sdist, served under its reserved name.
     sdk: SdkDist | None = None
-    #: The publish-time smoke checks' worker pool (``services.smoke``), made on first publish.
+    #: The publish-time smoke checks' worker pool (``hub_server.smoke_checks``), made on first publish.
     smoke: SmokeChecks | None = None
+
+    def smoke_checks(self) -> SmokeChecks:
+        """The smoke checks' pool, made on first use (never at start-up)."""
+        with _smoke_lock:
+            if self.smoke is None:
+                self.smoke = SmokeChecks(self.settings, self.db, self.blobs)
+            return self.smoke
 
     @classmethod
     def from_settings(cls, settings: HubSettings) -> Hub:

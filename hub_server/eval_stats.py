@@ -1,4 +1,4 @@
-"""A run's aggregates from its rollouts: mean reward with its 95% interval, pass@k, metrics, errors, usage;
+"""A run's aggregates from its rollouts: mean reward and its spread, pass@k, metrics, errors, usage;
 and the bound the leaderboard ranks runs by (``ranking_bound``).
 
 Pure functions over uploaded rollout records (``wire.RolloutRecord`` dumps), shared by finalizing a run on
@@ -14,12 +14,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifiers.hub.wire import ks_for, pass_at_k
+from verifiers.hub.wire import Z95, ks_for, pass_at_k, reward_interval
 
 #: A rollout counts as passed for pass@k when its reward reaches this (the SDK's default threshold).
 PASS_THRESHOLD = 1.0
-#: z for a two-sided 95% normal interval.
-Z95 = 1.959963984540054
 
 
 @dataclass
@@ -28,6 +26,7 @@ class Aggregates:
     scored_count: int = 0
     avg_reward: float | None = None
     std_reward: float | None = None
+    #: Half-width of the normal-approximation interval (the deprecated ``reward_ci95`` of the API; stored).
     reward_ci95: float | None = None
     pass_at_k: dict[str, float] = field(default_factory=dict)
     avg_metrics: dict[str, float] = field(default_factory=dict)
@@ -81,26 +80,10 @@ def aggregate(records: Iterable[Mapping[str, Any]], rollouts_per_example: int) -
     return out
 
 
-def wilson_lower_bound(mean: float, n: int, z: float = Z95) -> float:
-    """The lower end of the Wilson score interval for a mean ``mean`` of ``n`` rewards in [0, 1].
-
-    It takes the largest variance a reward in [0, 1] with that mean can have (a pass/fail reward's), so
-    it stays honest where the sample's own spread says nothing: one rollout at 1.0 gets 0.21, five at
-    1.0 get 0.57, while a normal interval would give both a width of 0."""
-    p = min(1.0, max(0.0, mean))
-    z2 = z * z
-    centre = p + z2 / (2 * n)
-    margin = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    return (centre - margin) / (1 + z2 / n)
-
-
-def ranking_bound(avg_reward: float | None, scored_count: int, reward_ci95: float | None) -> float | None:
-    """What the leaderboard ranks a run by: the lower end of a 95% interval of its mean reward — Wilson's
-    (``wilson_lower_bound``) when the mean lies in [0, 1], the normal interval's (``avg_reward -
-    reward_ci95``) for rewards on another scale. None (ranked last) without scored rollouts, or without an
-    interval (one rollout on another scale)."""
-    if avg_reward is None or scored_count < 1:
-        return None
-    if 0.0 <= avg_reward <= 1.0:
-        return wilson_lower_bound(avg_reward, scored_count)
-    return avg_reward - reward_ci95 if reward_ci95 is not None else None
+def ranking_bound(avg_reward: float | None, scored_count: int, std_reward: float | None) -> float | None:
+    """What the leaderboard ranks a run by: the lower end of the 95% interval of its mean reward
+    (``wire.reward_interval``, the interval every page and client shows: Wilson's when the mean lies in
+    [0, 1], the normal one for rewards on another scale). None (ranked last) without scored rollouts, or
+    without an interval (one rollout on another scale)."""
+    interval = reward_interval(avg_reward, scored_count, std_reward)
+    return interval.low if interval is not None else None

@@ -71,17 +71,17 @@ def reward_chart_svg(entries: Sequence[wire.LeaderboardEntry]) -> Markup:
             f'<rect class="bar" x="{start:.1f}" y="{y}" width="{max(end - start, 1.0):.1f}" '
             f'height="{_BAR}" fill="#3050c8" rx="2"/>'
         )
-        if e.reward_ci95:
-            lo, hi = x(e.avg_reward - e.reward_ci95), x(e.avg_reward + e.reward_ci95)
+        label_x = end
+        if e.reward_ci_low is not None and e.reward_ci_high is not None:
+            lo, hi = x(e.reward_ci_low), x(e.reward_ci_high)
             mid = y + _BAR / 2
             parts.append(
                 f'<path d="M{lo:.1f} {mid:.1f}H{hi:.1f}M{lo:.1f} {mid - 5:.1f}V{mid + 5:.1f}'
                 f'M{hi:.1f} {mid - 5:.1f}V{mid + 5:.1f}" stroke="#1d2330" stroke-width="1.5" fill="none"/>'
             )
-        ci = f" ± {e.reward_ci95:.3f}" if e.reward_ci95 else ""
+            label_x = max(end, hi)
         parts.append(
-            f'<text x="{max(end, x(e.avg_reward + (e.reward_ci95 or 0.0))) + 6:.1f}" y="{y + _BAR - 4}" '
-            f'font-size="12" fill="#1d2330">{e.avg_reward:.3f}{ci}</text>'
+            f'<text x="{label_x + 6:.1f}" y="{y + _BAR - 4}" font-size="12" fill="#1d2330">{e.avg_reward:.3f}</text>'
         )
     parts.append("</svg>")
     return Markup("".join(parts))

@@ -20,6 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from hub_server import eval_view
 from hub_server.eval_stats import aggregate
@@ -36,6 +37,9 @@ from verifiers.hub import wire
 
 HERE = Path(__file__).parent
 PER_PAGE = 50
+#: The only ``Host`` headers the pages answer (400 otherwise): a page of another site that rebinds its name
+#: to 127.0.0.1 (DNS rebinding) still sends its own name, so it cannot read the rollouts.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
 
 
 @dataclass(frozen=True)
@@ -81,12 +85,14 @@ def run_info(run: LocalRun) -> wire.EvalRunInfo:
         avg_reward=stats.avg_reward,
         std_reward=stats.std_reward,
         reward_ci95=stats.reward_ci95,
+        **wire.interval_fields(stats.avg_reward, stats.scored_count, stats.std_reward),
         pass_at_k=stats.pass_at_k,
         avg_metrics=stats.avg_metrics,
         error_counts=stats.error_counts,
         prompt_tokens=stats.prompt_tokens,
         completion_tokens=stats.completion_tokens,
         url="/",
+        warnings=wire.run_warnings(stats.avg_metrics, stats.scored_count),
     )
 
 
@@ -116,7 +122,9 @@ def rollout_page(
 
 def create_local_app(source: RunSource) -> FastAPI:
     app = FastAPI(title="verifiers eval viewer", docs_url=None, redoc_url=None, openapi_url=None)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(LOOPBACK_HOSTS))
     templates = Jinja2Templates(directory=HERE / "templates")
+    templates.env.globals["run_warnings"] = wire.RUN_WARNINGS
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
 
     def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:

@@ -84,14 +84,15 @@ class User(Base):
 
 
 class Membership(Base):
-    """A user's membership of an organisation; members may publish to and read the org's environments."""
+    """A user's membership of an organisation, with its role (``auth.ROLES``: ``owner``, ``admin`` or
+    ``member``; what each may do is the table in ``auth``'s docstring and docs/hub.md)."""
 
     __tablename__ = "memberships"
     __table_args__ = (UniqueConstraint("org_id", "user_id"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     org_id: Mapped[int] = mapped_column(ForeignKey("owners.id", ondelete="CASCADE"), index=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
-    role: Mapped[str] = mapped_column(String(16), default="member")  # "owner" | "member"
+    role: Mapped[str] = mapped_column(String(16), default="member")  # "owner" | "admin" | "member"
 
 
 class ApiToken(Base):
@@ -158,6 +159,20 @@ class Environment(Base):
     @property
     def module(self) -> str:
         return module_name(self.name)
+
+
+class ReadGrant(Base):
+    """One user may read one private environment (``services.sharing``; ``vf-hub env share``): its pages,
+    versions, index page and files, and its public eval runs — nothing more (no publishing, no private
+    runs). Revoked by deleting the row; a public environment's grants apply again once it is private."""
+
+    __tablename__ = "read_grants"
+    __table_args__ = (UniqueConstraint("environment_id", "user_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    environment_id: Mapped[int] = mapped_column(ForeignKey("environments.id", ondelete="CASCADE"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    granted_by: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class EnvironmentTag(Base):
@@ -321,7 +336,7 @@ class HubState(Base):
 
 
 class SmokeCheck(Base):
-    """The publish-time smoke check of one version (``hub_server.services.smoke``): queued, running, then passed,
+    """The publish-time smoke check of one version (``hub_server.smoke_checks``): queued, running, then passed,
     failed (with its log) or skipped (with the reason). It never blocks or changes the version."""
 
     __tablename__ = "smoke_checks"

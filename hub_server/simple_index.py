@@ -87,6 +87,7 @@ def _version_key(v: str) -> tuple[int, Version | str]:
 @dataclass(frozen=True)
 class ProjectPage:
     name: str
+    environment_id: int
     owner_id: int
     visibility: str
     html: bytes
@@ -100,6 +101,7 @@ class ProjectPage:
 @dataclass(frozen=True)
 class ProjectEntry:
     name: str
+    environment_id: int
     owner_id: int
     visibility: str
 
@@ -197,7 +199,7 @@ def render_project(env: Environment) -> ProjectPage:
         for f in sorted(ver.files, key=lambda f: f.filename)
     ]
     html_, json_ = render_files(env.name, [v.version for v in versions], files)
-    return ProjectPage(env.name, env.owner_id, env.visibility, html_, json_)
+    return ProjectPage(env.name, env.id, env.owner_id, env.visibility, html_, json_)
 
 
 def render_root(names: list[str]) -> tuple[bytes, bytes]:
@@ -269,11 +271,11 @@ class IndexCache:
         epoch = self._epoch
         with self._db.read() as session:
             rows = session.execute(
-                select(Environment.name, Environment.owner_id, Environment.visibility).order_by(
-                    Environment.name
-                )
+                select(
+                    Environment.name, Environment.id, Environment.owner_id, Environment.visibility
+                ).order_by(Environment.name)
             ).all()
-        entries = tuple(ProjectEntry(n, o, v) for n, o, v in rows)
+        entries = tuple(ProjectEntry(n, i, o, v) for n, i, o, v in rows)
         html_, json_ = render_root(
             sorted(self._served.union(e.name for e in entries if e.visibility == "public"))
         )

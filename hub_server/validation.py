@@ -1,43 +1,44 @@
 """Static checks of an uploaded wheel + sdist, done in memory and without importing anything.
 
 Every failure is an ``UploadError`` whose message says what to fix; the publish route turns it into a 4xx.
-Every byte read from an archive goes through ``hub_server.bounded.BoundedReader``, which counts what the
-streams actually produce, so the work and memory of one upload are bounded whatever its headers claim.
+The wheel's rules (the zip read as any installer could read it, layout, compiled code, RECORD, entry
+points) are ``verifiers.hub.wheel_rules``, which ``vf-install`` applies to a download too; the sdist's and
+the metadata's are here. Every byte read from the sdist goes through ``hub_server.bounded.BoundedReader``,
+which counts what the streams actually produce, so the work and memory of one upload are bounded whatever
+its headers claim; a wheel member never produces more than it declares (``wheel_rules.entry_chunks``).
 """
 
 from __future__ import annotations
 
-import base64
-import csv
 import gzip
 import hashlib
 import io
 import re
-import stat
-import struct
 import tarfile
-import zipfile
 import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from packaging.metadata import InvalidMetadata, Metadata
 from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import (
-    InvalidSdistFilename,
-    InvalidWheelFilename,
-    canonicalize_name,
-    parse_sdist_filename,
-    parse_wheel_filename,
-)
+from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
 from packaging.version import Version
 
-from hub_server.bounded import BoundedReader, Budget, UploadError, chunks, digest, read_capped
+from hub_server.bounded import BoundedReader, Budget, UploadError, digest, read_capped
+from hub_server.build_rules import FORBIDDEN_BUILD_FILES, MAX_PYPROJECT, check_build_config
 from hub_server.readme import render_limited
 from hub_server.source_check import MAX_SOURCE_SIZE, defines_load_environment
-from verifiers.hub.packaging import ContentHasher, is_module_file, module_name
+from verifiers.hub.packaging import is_module_file, module_name
+from verifiers.hub.wheel_rules import (
+    ArchiveError,
+    WheelContents,
+    check_member_name,
+    compiled_code_problem,
+    inspect_wheel,
+    is_native_code,
+    metadata_text,
+)
 
 _FILENAME = re.compile(r"^[A-Za-z0-9._+-]{1,250}$")
 _TAG = re.compile(r"^[a-z0-9][a-z0-9._-]{0,49}$")
@@ -47,7 +48,6 @@ MAX_TAGS = 20
 __all__ = ["ArchiveFile", "InspectedUpload", "Limits", "UploadError", "inspect_upload", "normalize_tags"]
 
 # Fixed caps (warehouse's where it has one). They bound what one upload may make the hub hold.
-MAX_MEMBER_NAME = 512  # characters of one archive member's path
 MAX_MEMBER_HEADERS = 64 * 1024  # tar header bytes parsed per member (PAX records, long names, sparse maps)
 MAX_ARCHIVE_HEADERS = 1024 * 1024  # PAX bytes kept over all members (tarfile keeps every TarInfo)
 MAX_SUMMARY = 512  # warehouse: Summary is at most 512 characters
@@ -57,15 +57,6 @@ MAX_LIST_FIELD = 200  # Classifier / Project-URL / Provides-Extra entries
 #: Header fields of METADATA / PKG-INFO: more than the caps above allow in total, far fewer than the
 #: email parser's cost would bound (it is quadratic in distinct field names, so those are checked first).
 MAX_METADATA_FIELDS = 1024
-MAX_ZIP_EXTRA = 1024  # bytes of one central-directory entry's extra field (wheel tools write < 40)
-MAX_ZIP_COMMENT = 1024  # bytes of one member's comment
-MAX_RECORD = 4 * 1024 * 1024  # RECORD: one line per member
-MAX_ENTRY_POINTS = 64 * 1024  # entry_points.txt
-#: The one entry-point group a wheel on the hub may declare (contract 3.1): ``<name> = <module>:<attr>``.
-ENTRY_POINT_GROUP = "verifiers.environments"
-# zip compression methods whose decompression zipfile bounds by the requested length (bzip2 and LZMA
-# produce everything one compressed block holds at once: a 76 KB LZMA member can make 928 MB).
-_ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
 # Core metadata fields (packaging knows each): any other name is refused before the email parser runs.
 _METADATA_FIELDS = frozenset(
     {
@@ -80,8 +71,6 @@ _METADATA_FIELDS = frozenset(
 _NEWLINE = re.compile(r"\r\n|\r|\n")  # the email parser's line ends
 # A header line as the email parser (feedparser's headerRE) sees one: a field name (maybe empty), then ':'.
 _HEADER_NAME = re.compile(r"^([\x21-\x39\x3b-\x7e]*):")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # C0 controls and DEL; tab/CR/LF allowed
-_NAME_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # Directories at an sdist's root that setuptools' flat-layout discovery never installs (its
 # FlatLayoutPackageFinder.DEFAULT_EXCLUDE), so shipping them cannot put code next to the environment.
 _SDIST_DIRS = frozenset(
@@ -187,42 +176,6 @@ def normalize_tags(raw: list[str]) -> list[str]:
     return out
 
 
-def _check_member_name(archive: str, name: str) -> PurePosixPath:
-    if not name or "\\" in name or _NAME_CONTROL.search(name):
-        raise UploadError(f"{archive}: member name {name!r} contains NUL, control or backslash characters")
-    if len(name) > MAX_MEMBER_NAME:
-        raise UploadError(
-            f"{archive}: member name {name[:60]!r}… is longer than {MAX_MEMBER_NAME} characters"
-        )
-    if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
-        raise UploadError(
-            f"{archive}: member {name!r} has an absolute path; archives must use relative paths"
-        )
-    path = PurePosixPath(name)
-    if ".." in path.parts:
-        raise UploadError(
-            f"{archive}: member {name!r} contains '..'; archives may not point outside themselves"
-        )
-    return path
-
-
-def _text_metadata(archive: str, raw: bytes) -> str:
-    """The core metadata as text: UTF-8 (core metadata 2.1+) without control characters, which
-    PostgreSQL cannot store (NUL) and no field needs."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UploadError(f"{archive}: core metadata is not UTF-8 (byte {exc.start})") from None
-    bad = _CONTROL.search(text)
-    if bad is not None:
-        line = text.count("\n", 0, bad.start()) + 1
-        raise UploadError(
-            f"{archive}: core metadata line {line} holds the control character U+{ord(bad.group()):04X}; "
-            "remove it from the README or the field"
-        )
-    return text
-
-
 def _check_header_fields(archive: str, text: str) -> None:
     """Refuse unknown or too many header fields in one linear pass, before the email parser, whose
     time grows with the square of distinct field names (8,000 unknown fields: 7 s of CPU)."""
@@ -246,8 +199,18 @@ def _check_header_fields(archive: str, text: str) -> None:
             raise UploadError(f"{archive}: core metadata has more than {MAX_METADATA_FIELDS} fields", 413)
 
 
+def _check_member_name(archive: str, name: str) -> PurePosixPath:
+    try:
+        return check_member_name(archive, name)
+    except ArchiveError as exc:
+        raise UploadError(exc.message, exc.status_code) from None
+
+
 def _parse_metadata(archive: str, raw: bytes) -> Metadata:
-    text = _text_metadata(archive, raw)
+    try:
+        text = metadata_text(archive, raw)
+    except ArchiveError as exc:
+        raise UploadError(exc.message, exc.status_code) from None
     _check_header_fields(archive, text)
     try:
         meta = Metadata.from_email(text, validate=True)
@@ -325,7 +288,7 @@ def _sdist_path_allowed(inner: PurePosixPath, module: str) -> bool:
     """Files outside the import package only where a wheel build could not install them."""
     head = inner.parts[0]
     if len(inner.parts) == 1:  # only Python files at the root can become installed modules
-        code = head.endswith((".py", ".pth", ".so", ".pyd"))
+        code = head.endswith((".py", ".pth")) or is_native_code(inner)
         return not code or bool(_SDIST_ROOT_FILE.match(head)) or head == f"{module}.py"
     if head in (module, *_SDIST_DIRS) or head.endswith(".egg-info") or head[0] in "._":
         return True
@@ -351,6 +314,7 @@ def _inspect_sdist(filename: str, data: bytes, limits: Limits) -> _Sdist:
         header_cap=MAX_MEMBER_HEADERS,
     )
     pkg_info: bytes | None = None
+    pyproject: bytes | None = None
     sources: dict[str, bytes] = {}
     hashed: dict[str, dict[str, tuple[int, str]]] = {"": {}, "src/": {}}
     listing: list[dict[str, object]] = []
@@ -388,6 +352,16 @@ def _inspect_sdist(filename: str, data: bytes, limits: Limits) -> _Sdist:
                 if key in seen and member.isfile():
                     raise UploadError(f"{filename}: member {member.name!r} appears twice")
                 seen.add(key)
+                why = (
+                    FORBIDDEN_BUILD_FILES.get(str(PurePosixPath(*path.parts[1:])))
+                    if len(path.parts) > 1
+                    else None
+                )
+                if why is not None:
+                    raise UploadError(
+                        f"{filename}: {member.name!r} is refused: {why}. Build with hatchling from "
+                        "pyproject.toml alone (docs/hub.md, 'Upload rules')"
+                    )
                 if len(path.parts) > 1 and not _sdist_path_allowed(PurePosixPath(*path.parts[1:]), module):
                     raise UploadError(
                         f"{filename}: {member.name!r} is outside the import package {module!r}; an sdist may "
@@ -398,10 +372,11 @@ def _inspect_sdist(filename: str, data: bytes, limits: Limits) -> _Sdist:
                     stream.start_member()
                     continue
                 inner = str(PurePosixPath(*path.parts[1:]))
-                if _is_bytecode(PurePosixPath(inner)) and inner.removeprefix("src/").startswith(f"{module}/"):
+                problem = compiled_code_problem(PurePosixPath(inner))
+                if problem is not None and inner.removeprefix("src/").startswith(f"{module}/"):
                     raise UploadError(
-                        f"{filename}: {member.name!r} is compiled bytecode inside the import package; a build "
-                        "could install it beside (and run it instead of) its source: leave it out"
+                        f"{filename}: {member.name!r} inside the import package is {problem} (a build would "
+                        "install it beside, and run it instead of, its source)"
                     )
                 listing.append({"path": inner, "size": member.size})
                 with stream.member_data():
@@ -409,6 +384,8 @@ def _inspect_sdist(filename: str, data: bytes, limits: Limits) -> _Sdist:
                     assert f is not None  # a regular file
                     if inner == "PKG-INFO":
                         pkg_info = read_capped(f, limits.max_metadata_size, f"{filename}: PKG-INFO")
+                    elif inner == "pyproject.toml":
+                        pyproject = read_capped(f, MAX_PYPROJECT, f"{filename}: pyproject.toml")
                     elif inner in candidates:
                         sources[inner] = read_capped(f, MAX_SOURCE_SIZE, f"{filename}: {inner}")
                     for prefix, files in hashed.items():
@@ -429,326 +406,27 @@ def _inspect_sdist(filename: str, data: bytes, limits: Limits) -> _Sdist:
         raise UploadError(f"{filename} is not a valid tar archive: {exc}") from None
     if pkg_info is None:
         raise UploadError(f"{filename} has no {top}/PKG-INFO; build it with `python -m build --sdist`")
+    if pyproject is None:
+        raise UploadError(
+            f"{filename} has no {top}/pyproject.toml; an sdist on the hub is built by hatchling from it"
+        )
+    check_build_config(f"{filename}: pyproject.toml", pyproject, str(name), module)
     listing.sort(key=lambda f: str(f["path"]))
     files = hashed[""] or hashed["src/"]
     return _Sdist(str(name), version, pkg_info, sources, files, listing)
 
 
-@dataclass
-class _Wheel:
-    name: str
-    version: Version
-    metadata: bytes
-    content_hash: str
-    module_files: dict[str, tuple[int, str]]
-
-
-def _zip_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, budget: Budget, archive: str) -> BoundedReader:
-    return BoundedReader(zf.open(info), budget, what=f"{archive}: {info.filename}")
-
-
-def _tracked(stream: BoundedReader, sha: hashlib._Hash) -> Iterator[bytes]:
-    for data in chunks(stream):
-        sha.update(data)
-        yield data
-
-
-def _wheel_layout(filename: str, names: list[PurePosixPath], module: str, dist_info: str) -> None:
-    """PEP 427 layout restricted to the environment: ``<module>/`` or ``<module>.py`` plus one
-    ``.dist-info``; anything else at the root (a .pth, sitecustomize, a shadowing package, .data) would be
-    installed next to it into site-packages."""
-    if not any(is_module_file(str(p), module) for p in names):
-        raise UploadError(
-            f"the wheel {filename} has no module {module!r} (expected {module}/ or {module}.py at its root)"
-        )
-    for path in names:
-        head = path.parts[0]
-        if head == dist_info or (head == module and len(path.parts) > 1) or str(path) == f"{module}.py":
-            continue
-        if head.endswith(".data"):
-            why = "a .data directory installs files outside the package (scripts, headers, data)"
-        elif head.endswith(".pth"):
-            why = "a .pth file runs code at every interpreter start"
-        elif head in ("sitecustomize.py", "usercustomize.py"):
-            why = "it runs at every interpreter start"
-        else:
-            why = "it would install another top-level module or package next to the environment"
-        raise UploadError(
-            f"{filename}: {str(path)!r} is not part of the import package {module!r} or its "
-            f"{dist_info}; {why}. Wheels may hold only the environment's package and .dist-info"
-        )
-
-
-_EOCD = struct.Struct("<4s4H2LH")  # end of central directory: sig, disks, entries, cd size/offset, comment
-_ZIP64_LOCATOR = struct.Struct("<4sLQL")  # only its size and signature matter
-_ZIP64_EOCD = struct.Struct("<4sQ2H2L4Q")
-_CENTRAL = struct.Struct("<4s4B4HL2L5H2L")  # one central-directory entry (46 bytes), as zipfile reads it
-
-
-def _central_directory(filename: str, data: bytes, limits: Limits) -> None:
-    """Walk the central directory the way ``zipfile`` will, before it builds a ``ZipInfo`` per entry,
-    and refuse what would cost it (or the reads after it) more than the caps: too many entries, large
-    extra fields (``zipfile`` parses them in time quadratic in their length), long comments, compression
-    methods other than stored and deflate, encryption."""
-    bad = UploadError(f"{filename} is not a valid zip archive: no readable central directory")
-    at = len(data) - _EOCD.size  # zipfile's order: a record without comment at the very end, else the
-    if at < 0 or data[at : at + 4] != b"PK\x05\x06" or data[-2:] != b"\0\0":  # last one before it
-        at = data.rfind(b"PK\x05\x06", max(0, len(data) - _EOCD.size - 0xFFFF))
-    if at < 0 or at + _EOCD.size > len(data):
-        raise bad
-    _sig, _disk, _cd_disk, _n_disk, _n_total, cd_size, cd_offset, _comment = _EOCD.unpack_from(data, at)
-    record = at
-    locator = at - _ZIP64_LOCATOR.size
-    if locator >= 0 and data[locator : locator + 4] == b"PK\x06\x07":
-        record = locator - _ZIP64_EOCD.size  # zipfile reads it right before the locator
-        if record < 0 or data[record : record + 4] != b"PK\x06\x06":
-            raise bad
-        fields = _ZIP64_EOCD.unpack_from(data, record)
-        cd_size, cd_offset = fields[-2], fields[-1]
-    start = record - cd_size  # zipfile allows data before the archive (cd_offset is then smaller)
-    if start < 0 or cd_offset > start:
-        raise bad
-    pos, end, entries = start, record, 0
-    while pos < end:
-        if pos + _CENTRAL.size > end or data[pos : pos + 4] != b"PK\x01\x02":
-            raise bad
-        entry = _CENTRAL.unpack_from(data, pos)
-        flags, method, name_len, extra_len, comment_len = entry[5], entry[6], entry[12], entry[13], entry[14]
-        name = data[pos + _CENTRAL.size : pos + _CENTRAL.size + name_len].decode("utf-8", "replace")
-        entries += 1
-        if entries > limits.max_members:
-            raise UploadError(f"{filename} has more than {limits.max_members} members", 413)
-        if extra_len > MAX_ZIP_EXTRA or comment_len > MAX_ZIP_COMMENT:
-            raise UploadError(
-                f"{filename}: member {name!r} has a {extra_len}-byte extra field and a {comment_len}-byte "
-                f"comment; the hub takes at most {MAX_ZIP_EXTRA} and {MAX_ZIP_COMMENT} (wheel tools write "
-                "a few dozen bytes)",
-                413,
-            )
-        if flags & 0x1:
-            raise UploadError(f"{filename}: member {name!r} is encrypted; wheels hold plain files")
-        if method not in _ZIP_METHODS:
-            raise UploadError(
-                f"{filename}: member {name!r} uses zip compression method {method}; the hub accepts only "
-                "stored and deflate members, the methods wheel tools write (rebuild with `python -m build`)"
-            )
-        pos += _CENTRAL.size + name_len + extra_len + comment_len
-    if pos != end:
-        raise bad
-
-
-def _is_bytecode(path: PurePosixPath) -> bool:
-    """Compiled Python in any form: ``*.pyc``/``*.pyo`` or a ``__pycache__`` directory, in any case
-    (a case-insensitive file system imports ``X.PYC`` too). The content hash skips these, so a wheel
-    that ships them could run code no hash, sdist comparison or source view covers."""
-    return path.suffix.lower() in (".pyc", ".pyo") or any(p.lower() == "__pycache__" for p in path.parts)
-
-
-def _b64_sha256(hexdigest: str) -> str:
-    """The RECORD form of a sha256 (PEP 376: urlsafe base64 without padding)."""
-    return base64.urlsafe_b64encode(bytes.fromhex(hexdigest)).rstrip(b"=").decode()
-
-
-def _check_record(where: str, record: bytes, files: dict[str, tuple[int, str]], own: str) -> None:
-    """RECORD (PEP 376 / 427) lists exactly the wheel's files, each with its sha256 and size: an installer
-    writes, and ``pip uninstall`` deletes, the paths it names, so a line such as ``../../../bin/pip``
-    would delete the venv's pip."""
+def _inspect_wheel(filename: str, data: bytes, limits: Limits) -> WheelContents:
     try:
-        rows = list(csv.reader(io.StringIO(record.decode("utf-8"), newline="")))
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise UploadError(f"{where} is not a UTF-8 CSV file: {exc}") from None
-    listed: dict[str, tuple[str, str]] = {}
-    for number, row in enumerate(rows, start=1):
-        if not row:
-            continue
-        if len(row) != 3:
-            raise UploadError(f"{where} line {number} has {len(row)} fields; RECORD lines are path,hash,size")
-        path, hashed, size = row
-        if path in listed:
-            raise UploadError(f"{where} lists {path!r} twice")
-        listed[path] = (hashed, size)
-    unlisted = sorted(set(files) - set(listed))
-    if unlisted:
-        raise UploadError(
-            f"{where} does not list {unlisted[0]!r}; RECORD must list every file of the wheel "
-            "(rebuild it with `python -m build`)"
+        return inspect_wheel(
+            filename,
+            data,
+            max_members=limits.max_members,
+            max_metadata_size=limits.max_metadata_size,
+            max_unpacked_size=limits.max_unpacked_size,
         )
-    foreign = sorted(set(listed) - set(files))
-    if foreign:
-        raise UploadError(
-            f"{where} lists {foreign[0]!r}, which is not a file of the wheel; installers write and uninstall "
-            "the paths RECORD names, so it must list exactly the wheel's files"
-        )
-    for path, (hashed, size) in listed.items():
-        if path == own:  # RECORD cannot hold its own hash: both fields stay empty (PEP 376)
-            if hashed or size:
-                raise UploadError(f"{where}: its own line must leave hash and size empty")
-            continue
-        n, sha = files[path]
-        if hashed != f"sha256={_b64_sha256(sha)}" or size != str(n):
-            raise UploadError(
-                f"{where}: the sha256 or size it gives for {path!r} ({hashed or 'none'}, {size or 'none'}) "
-                f"is not the file's (sha256={_b64_sha256(sha)}, {n}); rebuild the wheel"
-            )
-
-
-_EP_IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
-_EP_ENTRY = re.compile(
-    rf"^([A-Za-z0-9][A-Za-z0-9._-]*)[ \t]*=[ \t]*({_EP_IDENTIFIER})[ \t]*:[ \t]*{_EP_IDENTIFIER}$"
-)
-
-
-def _check_entry_points(where: str, raw: bytes, name: str, module: str) -> None:
-    """Only ``[verifiers.environments]``, declaring this environment and pointing into its package.
-
-    ``console_scripts``/``gui_scripts`` install commands into the user's ``bin/`` (``pip = evil:run``
-    replaces pip) and every other group is a plugin some other program loads; an environment entry naming
-    another id would answer for that environment. The file is read strictly (no indented continuation
-    lines, no control characters), so no installer's INI dialect can see a group this check did not.
-    """
-    text = _text_metadata(where, raw)
-    group: str | None = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith(("#", ";")):
-            continue
-        if line[0].isspace():
-            raise UploadError(f"{where} line {number} is indented; write one `name = module:function` a line")
-        if stripped.startswith("["):
-            group = stripped[1:-1].strip() if stripped.endswith("]") else stripped
-            if group != ENTRY_POINT_GROUP:
-                raise UploadError(
-                    f"{where} declares the entry-point group {stripped!r}; wheels on the hub may declare only "
-                    f"[{ENTRY_POINT_GROUP}]: console and GUI scripts would install commands into the "
-                    "user's bin/ (one named pip replaces pip), and other groups are plugins other programs load"
-                )
-            continue
-        match = _EP_ENTRY.match(stripped)
-        if group is None or match is None:
-            raise UploadError(
-                f"{where} line {number} is not `name = module:function` under [{ENTRY_POINT_GROUP}]"
-            )
-        if canonicalize_name(match.group(1)) != name or match.group(2).split(".")[0] != module:
-            raise UploadError(
-                f"{where} line {number} declares {stripped!r}; an environment's wheel declares only itself: "
-                f"`{name} = {module}:load_environment`"
-            )
-
-
-def _inspect_wheel(filename: str, data: bytes, limits: Limits) -> _Wheel:
-    """Name, version, METADATA and module hash of a wheel, after checking every member."""
-    try:
-        name, version, _build, _tags = parse_wheel_filename(filename)
-    except InvalidWheelFilename as exc:
-        raise UploadError(f"invalid wheel filename: {exc}") from None
-    module = module_name(name)
-    _central_directory(filename, data, limits)
-    try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        raise UploadError(f"{filename} is not a valid zip archive: {exc}") from None
-    budget = Budget(filename, limits.max_unpacked_size)
-    with zf:
-        infos = zf.infolist()
-        if len(infos) > limits.max_members:
-            raise UploadError(f"{filename} has more than {limits.max_members} members", 413)
-        declared = 0
-        names: set[str] = set()
-        folded: dict[str, str] = {}
-        paths: list[PurePosixPath] = []
-        dist_infos: set[str] = set()
-        for info in infos:
-            path = _check_member_name(filename, info.filename)
-            mode = info.external_attr >> 16
-            if stat.S_ISLNK(mode):
-                raise UploadError(
-                    f"{filename}: member {info.filename!r} is a symlink; wheels may not hold links"
-                )
-            if mode and stat.S_IFMT(mode) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                raise UploadError(
-                    f"{filename}: member {info.filename!r} is a device, FIFO or other special file"
-                )
-            if info.compress_type not in _ZIP_METHODS:  # _central_directory saw the same entries
-                raise UploadError(f"{filename}: member {info.filename!r} is neither stored nor deflated")
-            if info.filename in names:
-                raise UploadError(f"{filename}: member {info.filename!r} appears twice")
-            names.add(info.filename)
-            key = info.filename.rstrip("/").lower()
-            if folded.setdefault(key, info.filename) != info.filename and not info.is_dir():
-                raise UploadError(
-                    f"{filename}: members {folded[key]!r} and {info.filename!r} differ only in case; on "
-                    "Windows and macOS one would overwrite the other"
-                )
-            if _is_bytecode(path):
-                raise UploadError(
-                    f"{filename}: {info.filename!r} is compiled bytecode; wheels on the hub hold sources only "
-                    "(the content hash, the sdist comparison and the source view cover sources, and "
-                    "installers prefer a __pycache__ file over its source): leave *.pyc, *.pyo and "
-                    "__pycache__/ out of the build"
-                )
-            paths.append(path)
-            declared += info.file_size
-            if declared > limits.max_unpacked_size:  # cheap early refusal; the budget counts real bytes
-                budget.take(declared)
-            if path.parts[0].endswith(".dist-info"):
-                dist_infos.add(path.parts[0])
-        if len(dist_infos) != 1:
-            raise UploadError(
-                f"{filename} must contain exactly one .dist-info directory, found {len(dist_infos)}"
-            )
-        dist_info = dist_infos.pop()
-        stem = dist_info[: -len(".dist-info")]
-        di_name, _, di_version = stem.partition("-")
-        try:
-            same = canonicalize_name(di_name) == name and Version(di_version) == version
-        except ValueError:
-            same = False
-        if not same:  # PEP 427: {distribution}-{version}.dist-info
-            raise UploadError(f"{filename}: {dist_info} does not match the wheel's name and version")
-        for required in ("METADATA", "WHEEL", "RECORD"):
-            if f"{dist_info}/{required}" not in names:
-                raise UploadError(
-                    f"{filename} has no {dist_info}/{required}; build it with `python -m build`"
-                )
-        _wheel_layout(filename, paths, module, dist_info)
-        hasher = ContentHasher()
-        module_files: dict[str, tuple[int, str]] = {}
-        files: dict[str, tuple[int, str]] = {}  # every file: (size, sha256), for RECORD
-        kept = {  # the members the hub reads whole, with their caps
-            f"{dist_info}/METADATA": limits.max_metadata_size,
-            f"{dist_info}/RECORD": MAX_RECORD,
-            f"{dist_info}/entry_points.txt": MAX_ENTRY_POINTS,
-        }
-        held: dict[str, bytes] = {}
-        try:
-            # Sorted, as the content hash wants; reading every member to its end also checks its CRC.
-            for info in sorted(infos, key=lambda i: i.filename.encode()):
-                if info.is_dir():
-                    continue
-                stream = _zip_member(zf, info, budget, filename)
-                if is_module_file(info.filename, module):
-                    sha = hashlib.sha256()
-                    hasher.add(info.filename, info.file_size, _tracked(stream, sha))
-                    files[info.filename] = module_files[info.filename] = (info.file_size, sha.hexdigest())
-                elif info.filename in kept:
-                    raw = read_capped(stream, kept[info.filename], f"{filename}: {info.filename}")
-                    held[info.filename] = raw
-                    files[info.filename] = (len(raw), _sha256(raw))
-                else:
-                    files[info.filename] = digest(stream)
-                if files[info.filename][0] != info.file_size:
-                    raise UploadError(f"{filename}: member {info.filename!r} is shorter than declared")
-        except (zipfile.BadZipFile, OSError, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
-            raise UploadError(f"{filename} is not a valid zip archive: {exc}") from None
-        except ValueError as exc:  # ContentHasher: a member produced other than its declared size
-            raise UploadError(f"{filename}: {exc}") from None
-    record = f"{dist_info}/RECORD"
-    _check_record(f"{filename}: {record}", held[record], files, record)
-    entry_points = held.get(f"{dist_info}/entry_points.txt")
-    if entry_points is not None:
-        _check_entry_points(f"{filename}: {dist_info}/entry_points.txt", entry_points, str(name), module)
-    metadata = held[f"{dist_info}/METADATA"]
-    return _Wheel(str(name), version, metadata, hasher.hexdigest(), module_files)
+    except ArchiveError as exc:
+        raise UploadError(exc.message, exc.status_code) from None
 
 
 def _sha256(data: bytes) -> str:

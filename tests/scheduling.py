@@ -24,6 +24,7 @@ import pytest
 #: Modules whose tests are scheduled one by one (no module-scoped fixtures in them).
 SPREAD = (
     "tests/docs/test_docs.py",
+    "tests/benchmarks/test_smoke.py",
     "tests/hub/test_eval_push.py",
     "tests/hub/test_e2e.py",
     "tests/hub/test_smoke_check.py",
@@ -38,6 +39,7 @@ LONGEST_FIRST = (
     "tests/training/test_prime_rl_orchestrator.py",
     "tests/docs/test_docs.py",
     "tests/hub/browser/",
+    "tests/benchmarks/test_smoke.py::test_benchmark_runs_at_smoke_size[hub_api]",
     "tests/eval_ray/",
     "tests/hub/test_smoke_report.py",
     "tests/training/test_train_cpu.py",

@@ -3,8 +3,10 @@
 Each request is answered by, in order of preference:
 1. the next queued ``Reply`` (``server.enqueue(...)``), FIFO;
 2. the ``handler`` callable (request JSON -> ``Reply``);
-3. the rules: the first rule whose ``match`` substring occurs in the last user message;
-4. the default reply text.
+3. the ``script`` — or the ``rules`` and the ``default`` reply text —, read and matched by the library's
+   scripted model (``verifiers.clients.scripted``: the same rules as ``vf-model-stub`` and
+   ``-m scripted:RULES``, so ``Rule(match=..., content=...)``, tool calls, errors and delays alike), on any
+   of the routes below.
 
 A ``Reply`` can delay, fail with a status (and ``Retry-After``), return a garbage body, drop the
 connection, call tools, stop for length, and return logprobs / token ids (vLLM style).
@@ -35,14 +37,16 @@ Run standalone (used by CLI tests and end-to-end env tests)::
 
     python tests/scripted_server.py --rules rules.json [--port 0] [--delay 0.01] [--tokenize]
 
-It prints ``PORT <n>`` on stdout once it listens. ``rules.json``:
-``{"default": "text", "rules": [{"match": "2+2", "content": "\\\\boxed{4}"}]}``.
+It prints ``PORT <n>`` on stdout once it listens. ``rules.json`` is a rules file of the scripted model
+(docs/tools.md): ``{"default": "text", "rules": [{"match": "2+2", "content": "\\\\boxed{4}"}]}``.
+Users have ``vf-model-stub`` for the same rules; this server adds the test knobs above.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import socket
 import sys
@@ -55,6 +59,16 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+
+from verifiers.clients.scripted.rules import (
+    Answer,
+    Rule,
+    RulesError,
+    Script,
+    last_turn_message,
+    load_script,
+    message_text,
+)
 
 
 @dataclass
@@ -124,34 +138,39 @@ def toy_prompt_ids(body: dict[str, Any]) -> list[int]:
     return [*ids, TOY_ROLES["assistant"]]  # the generation prompt
 
 
-@dataclass
-class Rule:
-    match: str
-    content: str
-
-
 Handler = Callable[[dict[str, Any]], "Reply | Awaitable[Reply]"]
 
 
-def _last_user_text(body: dict[str, Any]) -> str:
+def messages_of(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """A request as chat messages, whatever its route: ``messages`` (chat), ``prompt`` (completions) or
+    Responses API ``input`` items (``function_call`` → an assistant tool call, ``function_call_output`` →
+    a tool message)."""
     if "prompt" in body:
-        return str(body["prompt"])
-    if "input" in body:  # Responses API: a string, or input items
+        return [{"role": "user", "content": str(body["prompt"])}]
+    if "input" in body:
         items = body["input"]
         if isinstance(items, str):
-            return items
-        for item in reversed(items or []):
-            if item.get("type") == "function_call_output":
-                return str(item.get("output"))
-            if item.get("role") == "user":
-                c = item.get("content")
-                return c if isinstance(c, str) else json.dumps(c)
-        return ""
-    for msg in reversed(body.get("messages") or []):
-        if msg.get("role") in ("user", "tool"):
-            c = msg.get("content")
-            return c if isinstance(c, str) else json.dumps(c)
-    return ""
+            return [{"role": "user", "content": items}]
+        out: list[dict[str, Any]] = []
+        for item in items or []:
+            kind = item.get("type")
+            if kind == "function_call":
+                call = {"id": item.get("call_id"), "function": {"name": item.get("name")}}
+                out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            elif kind == "function_call_output":
+                out.append(
+                    {"role": "tool", "tool_call_id": item.get("call_id"), "content": str(item.get("output"))}
+                )
+            elif item.get("role"):
+                out.append({"role": item["role"], "content": item.get("content")})
+        return out
+    return [m for m in body.get("messages") or [] if isinstance(m, dict)]
+
+
+def _last_user_text(body: dict[str, Any]) -> str:
+    """The text of the request's last user or tool message (what the rules match)."""
+    last = last_turn_message(messages_of(body))
+    return message_text(last) if last is not None else ""
 
 
 @dataclass
@@ -159,6 +178,8 @@ class ScriptedServer:
     handler: Handler | None = None
     rules: list[Rule] = field(default_factory=list)
     default: str = "ok"
+    #: A whole rules file (``verifiers.clients.scripted.load_script``) instead of ``rules`` and ``default``.
+    script: Script | None = None
     delay: float = 0.0
     host: str = "127.0.0.1"
     port: int = 0
@@ -194,9 +215,21 @@ class ScriptedServer:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _released: threading.Event = field(default_factory=threading.Event)
     _arrived: threading.Condition = field(init=False)
+    _call_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def __post_init__(self) -> None:
         self._arrived = threading.Condition(self._lock)
+        self._built: tuple[tuple[Any, ...], Script] | None = None
+
+    def _script(self) -> Script:
+        """The rules file given, else one made of ``rules`` and ``default`` — remade when a test changes
+        them after the server started (``server.default = …``), kept otherwise (rules count their uses)."""
+        if self.script is not None:
+            return self.script
+        key = (self.default, *map(id, self.rules))
+        if self._built is None or self._built[0] != key:
+            self._built = (key, Script(rules=self.rules, default=Answer(content=self.default)))
+        return self._built[1]
 
     @property
     def url(self) -> str:
@@ -243,11 +276,29 @@ class ScriptedServer:
             if asyncio.iscoroutine(r):
                 r = await r
             return r  # type: ignore[return-value]
-        text = _last_user_text(body)
-        for rule in self.rules:
-            if rule.match in text:
-                return Reply(content=rule.content, delay=self.delay)
-        return Reply(content=self.default, delay=self.delay)
+        with self._lock:  # the rules count their uses (``times``)
+            answer = self._script().answer(messages_of(body))
+        return self._reply_of(answer)
+
+    def _reply_of(self, answer: Answer) -> Reply:
+        """The library's answer as this server's ``Reply`` (the server's ``delay`` unless it has its own)."""
+        delay = answer.delay or self.delay
+        if answer.error is not None:
+            err = answer.error
+            retry = f"{err.retry_after:g}" if err.retry_after is not None else None
+            raw = json.dumps(err.body).encode() if err.body is not None else None
+            return Reply(
+                content=None,
+                status=err.status,
+                error_message=err.message,
+                retry_after=retry,
+                body=raw,
+                delay=delay,
+            )
+        calls = [c.wire(f"call_{next(self._call_ids)}") for c in answer.tool_calls or []]
+        return Reply(
+            content=answer.content, tool_calls=calls or None, reasoning=answer.reasoning, delay=delay
+        )
 
     def _tokenized_body(self, body: dict[str, Any], reply: Reply, chat: bool) -> dict[str, Any]:
         """``tokenize=True``: a completion whose token fields are what the request asked for."""
@@ -477,7 +528,10 @@ class ScriptedServer:
                     transport.abort()
                 raise ConnectionResetError("scripted drop")
             if reply.body is not None:
-                return web.Response(body=reply.body, status=reply.status, content_type="application/json")
+                headers = {"Retry-After": reply.retry_after} if reply.retry_after else None
+                return web.Response(
+                    body=reply.body, status=reply.status, content_type="application/json", headers=headers
+                )
             if reply.status != 200:
                 headers = {"Retry-After": reply.retry_after} if reply.retry_after else None
                 return web.json_response(
@@ -573,11 +627,6 @@ class ScriptedServer:
         self.stop()
 
 
-def load_rules(path: Path) -> tuple[str, list[Rule]]:
-    data = json.loads(path.read_text())
-    return data.get("default", "ok"), [Rule(r["match"], r["content"]) for r in data.get("rules", [])]
-
-
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rules", type=Path)
@@ -586,9 +635,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--default", default=None)
     ap.add_argument("--tokenize", action="store_true", help="behave like vLLM about tokens")
     args = ap.parse_args(argv)
-    default, rules = load_rules(args.rules) if args.rules else ("ok", [])
+    script = None
+    if args.rules is not None:
+        try:
+            script = load_script(args.rules)
+        except RulesError as exc:
+            ap.exit(2, f"{ap.prog}: error: {exc}\n")
+        if args.default is not None:
+            script = script.model_copy(update={"default": Answer(content=args.default)})
     server = ScriptedServer(
-        rules=rules, default=args.default or default, delay=args.delay, port=args.port, tokenize=args.tokenize
+        script=script, default=args.default or "ok", delay=args.delay, port=args.port, tokenize=args.tokenize
     )
 
     async def serve() -> None:

@@ -21,7 +21,7 @@ from hub_server.context import Hub
 from hub_server.deps import HubDep, PrincipalDep, SessionDep, WriterDep, check_in, request_token
 from hub_server.models import utcnow
 from hub_server.releases import sorted_versions
-from hub_server.services import HubError
+from hub_server.services import HubError, members, sharing
 from verifiers.hub import wire
 
 router = APIRouter(prefix="/api/v1", tags=["api"])
@@ -186,6 +186,75 @@ def update_environment(
     owner: str, name: str, body: schemas.EnvironmentUpdate, hub: HubDep, principal: WriterDep
 ) -> wire.EnvironmentDetail:
     return schemas.env_detail(services.update_environment(hub, principal, owner, name, body))
+
+
+Username = Annotated[str, FastAPIPath(min_length=1, max_length=64)]
+
+
+@router.get(
+    "/environments/{owner}/{name}/grants",
+    response_model=list[wire.ReadGrantInfo],
+    responses=_ERRORS,
+    summary="The users a private environment is shared with",
+)
+def list_grants(
+    owner: str, name: str, session: SessionDep, principal: PrincipalDep
+) -> list[wire.ReadGrantInfo]:
+    return sharing.list_grants(session, principal, owner, name)
+
+
+@router.put(
+    "/environments/{owner}/{name}/grants/{username}",
+    response_model=wire.ReadGrantInfo,
+    responses=_ERRORS,
+    summary="Share an environment with a user (a read grant; owners and admins of its namespace)",
+)
+def share(owner: str, name: str, username: Username, hub: HubDep, principal: WriterDep) -> wire.ReadGrantInfo:
+    return sharing.share(hub, principal, owner, name, username)
+
+
+@router.delete(
+    "/environments/{owner}/{name}/grants/{username}",
+    status_code=204,
+    responses=_ERRORS,
+    summary="Revoke a user's read grant (effective from the next request)",
+)
+def unshare(owner: str, name: str, username: Username, hub: HubDep, principal: WriterDep) -> Response:
+    sharing.unshare(hub, principal, owner, name, username)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/orgs/{org}/members",
+    response_model=list[schemas.MemberOut],
+    responses=_ERRORS,
+    summary="An organisation's members and their roles (its members only)",
+)
+def list_members(org: Username, session: SessionDep, principal: PrincipalDep) -> list[schemas.MemberOut]:
+    return members.list_members(session, _principal_required(principal), org)
+
+
+@router.put(
+    "/orgs/{org}/members/{username}",
+    response_model=schemas.MemberOut,
+    responses=_ERRORS,
+    summary="Add a member, or change a member's role (owners and admins; owners for owners)",
+)
+def put_member(
+    org: Username, username: Username, body: schemas.MemberIn, hub: HubDep, principal: WriterDep
+) -> schemas.MemberOut:
+    return members.put_member(hub, org, username, body.role, actor=principal)
+
+
+@router.delete(
+    "/orgs/{org}/members/{username}",
+    status_code=204,
+    responses=_ERRORS,
+    summary="Remove a member (or leave); never the last owner",
+)
+def remove_member(org: Username, username: Username, hub: HubDep, principal: WriterDep) -> Response:
+    members.remove_member(hub, org, username, actor=principal)
+    return Response(status_code=204)
 
 
 @router.delete("/environments/{owner}/{name}", status_code=204, responses=_ERRORS)

@@ -1,5 +1,5 @@
-"""Web pages beyond browsing: the account (tokens, own environments, stars), a version's source files and the
-offline API reference.
+"""Web pages beyond browsing: the account (tokens, own and shared environments, organisations, stars), a
+version's source files and the offline API reference.
 
 Forms that act with the session cookie carry a CSRF token (``hub_server.csrf``); the cookie alone never
 authorises a write (``deps.request_token`` ignores it on POST). Included before ``web.router``, whose
@@ -19,7 +19,7 @@ from hub_server.auth import COOKIE_NAME, SCOPES, AuthError, Principal
 from hub_server.context import Hub
 from hub_server.deps import HubDep, PrincipalDep, SessionDep
 from hub_server.routers.web import render_error, render_page, set_session_cookie
-from hub_server.services import account_view, runs
+from hub_server.services import account_view, members, runs
 
 router = APIRouter(include_in_schema=False)
 
@@ -33,14 +33,18 @@ def _account(request: Request, hub: Hub, principal: Principal, **extra: Any) -> 
     with hub.db.read() as session:
         tokens = services.list_tokens(session, principal.user_id)
         own = account_view.own_environments(session, principal)
+        shared = account_view.shared_environments(session, principal)
         starred = account_view.starred_environments(session, principal)
+        orgs = members.organisations_of(session, principal)
     return render_page(
         request,
         "account.html",
         principal=principal,
         tokens=list(reversed(tokens)),
         own=own,
+        shared=shared,
         starred=starred,
+        orgs=orgs,
         scopes=[s for s in SCOPES if principal.has(s)],
         expiry_days=_EXPIRY_DAYS,
         **{"new_token": None, "form_error": None, **extra},
@@ -54,7 +58,7 @@ def account_page(request: Request, hub: HubDep, principal: PrincipalDep) -> Resp
     return _account(request, hub, principal)
 
 
-def _form_principal(request: Request, hub: Hub, submitted: str) -> Principal:
+def form_principal(request: Request, hub: Hub, submitted: str) -> Principal:
     session_id = csrf.session_token(request, submitted)
     if session_id is None:
         raise services.HubError(403, "send this form from the hub's own page while logged in (CSRF check)")
@@ -115,7 +119,7 @@ def create_token_form(
     scope: Annotated[str, Form(max_length=20)] = "read",
     expires_days: Annotated[int, Form(ge=0, le=3650)] = 30,
 ) -> Response:
-    principal = _form_principal(request, hub, token)
+    principal = form_principal(request, hub, token)
     try:
         secret, _row = services.create_token(
             hub,
@@ -139,7 +143,7 @@ def revoke_token_form(
     token_id: Annotated[int, Path(ge=1, le=2**31 - 1)],
     token: Annotated[str, Form(alias=csrf.FIELD, max_length=100)] = "",
 ) -> Response:
-    principal = _form_principal(request, hub, token)
+    principal = form_principal(request, hub, token)
     services.revoke_token(hub, token_id, principal=principal)
     try:  # revoking the session's own token (or one it was minted from) ends the session
         hub.web_principal(request.cookies.get(COOKIE_NAME, ""))
@@ -159,7 +163,7 @@ def star_form(
     token: Annotated[str, Form(alias=csrf.FIELD, max_length=100)] = "",
     starred: Annotated[bool, Form()] = True,
 ) -> Response:
-    principal = _form_principal(request, hub, token)
+    principal = form_principal(request, hub, token)
     services.set_star(hub, principal, owner, name, starred)  # 404 unless visible
     return RedirectResponse(f"/{owner}/{name}", status_code=303)
 
@@ -174,7 +178,7 @@ def run_visibility_form(
     visibility: Annotated[Literal["public", "private"], Form()],
     token: Annotated[str, Form(alias=csrf.FIELD, max_length=100)] = "",
 ) -> Response:
-    principal = _form_principal(request, hub, token)
+    principal = form_principal(request, hub, token)
     run = runs.set_visibility(
         hub, principal, run_id, visibility
     )  # 404 unless visible, 403 unless a publisher

@@ -196,6 +196,16 @@ def owner_page(owner: str) -> Response:
     return RedirectResponse(f"/?{urlencode({'owner': owner})}", status_code=307)
 
 
+def index_url(request: Request, visibility: str) -> str:
+    """The index URL an install command shows: pip's token form for a private environment (pip reaches
+    it only with a token), the token itself left for the reader."""
+    base = _base_url(request)
+    if visibility == "private":
+        scheme, _, rest = base.partition("://")
+        return f"{scheme}://__token__:<token>@{rest}/simple/"
+    return f"{base}/simple/"
+
+
 def _is_newer(candidate: str, than: str) -> bool:
     return PEP440Version(candidate) > PEP440Version(than)
 
@@ -212,7 +222,6 @@ def environment_page(
     env = services.get_environment(session, principal, owner, name)  # a HubError renders as error.html
     newest = latest_version(env)
     current = services.get_version(env, version) if version else newest
-    base = _base_url(request)
     board = runs.leaderboard(session, env)
     return _render(
         request,
@@ -231,9 +240,10 @@ def environment_page(
         ranking=wire.LEADERBOARD_RANKING,
         newer=newest if newest and current and _is_newer(newest.version, current.version) else None,
         install_vf=f"vf-install {env.full_name}" + (f"@=={current.version}" if current and version else ""),
-        install_pip=f"pip install --index-url {base}/simple/ {env.name}"
+        install_pip=f"pip install --index-url {index_url(request, env.visibility)} {env.name}"
         + (f"=={current.version}" if current and version else ""),
         principal=principal,
+        can_manage=principal is not None and principal.can_manage(env.owner_id),
     )
 
 

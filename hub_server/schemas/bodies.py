@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from hub_server.auth import Role
 from verifiers.hub.wire import Visibility
 
 
@@ -84,3 +85,15 @@ class TokenOut(BaseModel):
 
 class TokenCreated(TokenOut):
     token: str = Field(description="Shown once; only its hash is stored.")
+
+
+class MemberIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    role: Role = "member"
+
+
+class MemberOut(BaseModel):
+    """An organisation's member and its role."""
+
+    username: str
+    role: Role

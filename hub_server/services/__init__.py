@@ -1,13 +1,14 @@
 """What the hub does, independent of HTTP: the routers and the CLI call these.
 
 One module per domain — ``catalogue`` (search, resolve, downloads), ``publishing`` (and its garbage
-collection), ``environments`` (edit, yank, star, delete), ``evals``, ``accounts`` (users, organisations),
-``tokens`` — over shared ``lookups`` and ``errors``. Errors are ``HubError(status, detail)``; the app turns
+collection), ``environments`` (edit, yank, star, delete), ``sharing`` (read grants), ``evals``,
+``accounts`` (users, organisations), ``members`` (an organisation's members and roles), ``tokens`` —
+over shared ``lookups`` and ``errors``. Errors are ``HubError(status, detail)``; the app turns
 them into JSON ``{"detail": ...}`` responses. Blocking (sync SQLAlchemy, archive checks): call from sync
 route handlers, which run in a thread pool.
 """
 
-from hub_server.services.accounts import add_member, create_org, create_user, whoami
+from hub_server.services.accounts import create_org, create_user, whoami
 from hub_server.services.catalogue import (
     Download,
     download_client,
@@ -32,7 +33,9 @@ from hub_server.services.lookups import (
     get_version,
     uploader_name,
 )
+from hub_server.services.members import add_member, list_members, remove_member, set_role
 from hub_server.services.publishing import Upload, collect_garbage, precheck_publish, publish
+from hub_server.services.sharing import list_grants, share, unshare
 from hub_server.services.tokens import create_token, list_tokens, revoke_token
 from hub_server.services.web_sessions import end_session, start_session
 
@@ -56,16 +59,22 @@ __all__ = [
     "get_environment_view",
     "get_version",
     "list_evals",
+    "list_grants",
+    "list_members",
     "list_tokens",
     "precheck_publish",
     "publish",
     "record_download",
+    "remove_member",
     "resolve",
     "revoke_token",
     "search",
+    "set_role",
     "set_star",
     "set_yanked",
+    "share",
     "start_session",
+    "unshare",
     "update_environment",
     "uploader_name",
     "whoami",

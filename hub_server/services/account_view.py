@@ -1,4 +1,5 @@
-"""What the account page lists: the caller's own environments (private ones included) and their stars."""
+"""What the account page lists: the caller's own environments (private ones included), those shared with
+it, and its stars."""
 
 from __future__ import annotations
 
@@ -22,6 +23,19 @@ def own_environments(session: Session, principal: Principal) -> list[wire.Enviro
         visible_filter(environment_columns(), principal)
         .where(Environment.owner_id.in_(principal.owner_ids))
         .order_by(Environment.updated_at.desc(), Environment.name)
+        .limit(LIMIT)
+    )
+    return [schemas.env_summary(e) for e in load_environments(session, stmt, files=False)]
+
+
+def shared_environments(session: Session, principal: Principal) -> list[wire.EnvironmentSummary]:
+    """Environments shared with the caller by a read grant (``services.sharing``), by name."""
+    if not principal.granted_ids:
+        return []
+    stmt = (
+        visible_filter(environment_columns(), principal)
+        .where(Environment.id.in_(principal.granted_ids))
+        .order_by(Environment.name)
         .limit(LIMIT)
     )
     return [schemas.env_summary(e) for e in load_environments(session, stmt, files=False)]

@@ -67,6 +67,12 @@ def create_user(hub: Hub, username: str, *, email: str | None = None, admin: boo
 
 
 def create_org(hub: Hub, name: str, members: Sequence[str] = ()) -> Owner:
+    """A new organisation; the first of ``members`` becomes its owner, the others members
+    (``services.members`` changes that later)."""
+    named = [m.lower() for m in members]
+    if len(set(named)) < len(named):
+        twice = next(m for i, m in enumerate(named) if m in named[:i])
+        raise HubError(422, f"{twice} is listed twice: give each member once")
     with hub.db.write() as session:
         org = _new_owner(session, name, "org")
         for i, member in enumerate(members):
@@ -77,16 +83,6 @@ def create_org(hub: Hub, name: str, members: Sequence[str] = ()) -> Owner:
         if members:
             bump_catalogue(session)  # the members' cached principals gain a namespace
         return org
-
-
-def add_member(hub: Hub, org: str, username: str, role: str = "member") -> None:
-    with hub.db.write() as session:
-        org_row = session.scalar(select(Owner).where(Owner.name == org.lower(), Owner.kind == "org"))
-        user = find_user(session, username)
-        if org_row is None or user is None:
-            raise HubError(404, f"organisation {org!r} or user {username!r} does not exist")
-        session.add(Membership(org_id=org_row.id, user_id=user.id, role=role))
-        bump_catalogue(session)  # the member's cached principals gain a namespace
 
 
 def whoami(session: Session, principal: Principal) -> wire.WhoAmI:

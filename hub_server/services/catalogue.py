@@ -152,9 +152,16 @@ def resolve(
     if not matching:
         live = sorted(v for v, row in by_version.items() if not row.yanked)
         hint = ", ".join(map(str, live[-10:])) or "none"
-        raise HubError(
-            404, f"no version of {env.full_name} matches {spec.specifier or 'any'!r} (available: {hint})"
-        )
+        message = f"no version of {env.full_name} matches {spec.specifier or 'any'!r} (available: {hint})"
+        # A yanked version still installs when pinned exactly: say so, rather than "none".
+        yanked = sorted(v for v in specifier.filter(by_version) if by_version[v].yanked)
+        if yanked:
+            newest = yanked[-1]
+            message += (
+                f"; {', '.join(map(str, yanked[-3:]))} {'is' if len(yanked) == 1 else 'are'} yanked, "
+                f"and {env.full_name}@=={newest} still installs {'it' if len(yanked) == 1 else newest}"
+            )
+        raise HubError(404, message)
     return env, by_version[max(matching)]
 
 

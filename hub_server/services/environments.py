@@ -43,11 +43,28 @@ def replace_tags(session: Session, env: Environment, tags: list[str]) -> None:
         session.add(EnvironmentTag(environment_id=env.id, tag=t))
 
 
-def _check_manage(principal: Principal | None, env: Environment) -> None:
+def _check_publish(principal: Principal | None, env: Environment) -> Principal:
+    """Members' rights: description and tags (a publish changes them too)."""
     if principal is None:
         raise HubError(401, "this needs a token (Authorization: Bearer <token>)")
+    if not principal.has("publish"):
+        raise HubError(403, "this token lacks the publish scope; create one with `--scope publish`")
     if not principal.can_publish_to(env.owner_id):
-        raise HubError(403, f"you may not change {env.full_name}; it needs a publish token of its owner")
+        raise HubError(403, f"you may not change {env.full_name}; it needs a publish token of its namespace")
+    return principal
+
+
+def check_manage(principal: Principal | None, env: Environment, what: str) -> Principal:
+    """Owners' and admins' rights (``auth``'s matrix): yank, visibility, read grants. ``what`` is the
+    verb for the message ("yank", "change the visibility of", …)."""
+    p = _check_publish(principal, env)
+    if not p.can_manage(env.owner_id):
+        raise HubError(
+            403,
+            f"only owners and admins of {env.owner.name} may {what} {env.full_name}; you are a member "
+            "(ask one of its owners to make you an admin)",
+        )
+    return p
 
 
 def _require_admin(principal: Principal | None) -> Principal:
@@ -67,12 +84,16 @@ def update_environment(
         raise HubError(exc.status_code, exc.message) from None
     with hub.db.write() as session:
         env = get_environment(session, principal, owner, name)
-        _check_manage(principal, env)
+        _check_publish(principal, env)
+        changes_visibility = body.visibility is not None and body.visibility != env.visibility
+        if changes_visibility:
+            check_manage(principal, env, "change the visibility of")
         if body.description is not None:
             env.description = body.description
         if tags is not None:
             replace_tags(session, env, tags)
-        if body.visibility is not None and body.visibility != env.visibility:
+        if changes_visibility:
+            assert body.visibility is not None
             env.visibility = body.visibility
             bump_generation(session)
         else:
@@ -91,7 +112,7 @@ def set_yanked(
 ) -> wire.VersionInfo:
     with hub.db.write() as session:
         env = get_environment(session, principal, owner, name)
-        _check_manage(principal, env)
+        check_manage(principal, env, "yank" if yanked else "unyank")
         ver = get_version(env, version)
         ver.yanked, ver.yanked_reason = yanked, (reason if yanked else "")
         bump_generation(session)

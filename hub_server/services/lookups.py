@@ -18,7 +18,8 @@ from hub_server.views import EnvironmentView, environment_columns, load_environm
 from verifiers.hub.packaging import normalize_name
 
 _S = TypeVar("_S", bound="Select[*tuple[Any, ...]]")
-#: What a caller may read: every environment, the public ones plus its namespaces', or the public ones.
+#: What a caller may read: every environment; the public ones plus its namespaces' and those shared with
+#: it; or the public ones.
 ReadScope = Literal["all", "owners", "public"]
 
 
@@ -31,34 +32,51 @@ def read_scope(principal: Principal | None) -> ReadScope:
 
 
 def visibility_key(principal: Principal | None) -> Hashable:
-    """Equal for two callers exactly when ``visible_filter`` lets them read the same environments."""
+    """Equal for two callers exactly when ``visible_filter`` lets them read the same environments (a read
+    grant given or revoked changes it, and bumps the catalogue generation the answers are kept under)."""
     scope = read_scope(principal)
-    return (scope, principal.owner_ids) if scope == "owners" and principal is not None else scope
+    if scope == "owners" and principal is not None:
+        return (scope, principal.owner_ids, principal.granted_ids)
+    return scope
 
 
-def _narrowed(stmt: _S, scope: ReadScope, owner_ids: Collection[int] | BindParameter[Any]) -> _S:
+_Ids = Collection[int] | BindParameter[Any]
+
+
+def _narrowed(stmt: _S, scope: ReadScope, owner_ids: _Ids, granted_ids: _Ids) -> _S:
     if scope == "all":
         return stmt
     if scope == "owners":
-        return stmt.where(or_(Environment.visibility == "public", Environment.owner_id.in_(owner_ids)))
+        return stmt.where(
+            or_(
+                Environment.visibility == "public",
+                Environment.owner_id.in_(owner_ids),
+                Environment.id.in_(granted_ids),
+            )
+        )
     return stmt.where(Environment.visibility == "public")
 
 
 def visible_filter(stmt: _S, principal: Principal | None) -> _S:
     """``stmt`` over environments, narrowed to those ``principal`` may read."""
-    return _narrowed(stmt, read_scope(principal), principal.owner_ids if principal else ())
+    if principal is None:
+        return _narrowed(stmt, "public", (), ())
+    return _narrowed(stmt, read_scope(principal), principal.owner_ids, principal.granted_ids)
 
 
 def visible_bound(stmt: _S, scope: ReadScope) -> _S:
-    """``visible_filter`` for a statement built once per scope: the namespaces are the bound
-    parameter ``owner_ids`` (``visible_params`` gives its value)."""
-    return _narrowed(stmt, scope, bindparam("owner_ids", expanding=True))
+    """``visible_filter`` for a statement built once per scope: the namespaces and the granted
+    environments are the bound parameters ``owner_ids`` and ``granted_ids`` (``visible_params`` gives
+    their values)."""
+    return _narrowed(
+        stmt, scope, bindparam("owner_ids", expanding=True), bindparam("granted_ids", expanding=True)
+    )
 
 
 def visible_params(principal: Principal | None) -> dict[str, Any]:
-    return (
-        {"owner_ids": sorted(principal.owner_ids)} if read_scope(principal) == "owners" and principal else {}
-    )
+    if principal is None or read_scope(principal) != "owners":
+        return {}
+    return {"owner_ids": sorted(principal.owner_ids), "granted_ids": sorted(principal.granted_ids)}
 
 
 def _without_bulk(stmt: _S) -> _S:

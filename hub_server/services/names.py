@@ -10,19 +10,27 @@ installs for everyone, dependencies included. The rules, after PyPI's and devpi'
 - **a first publish of a name the upstream index serves is refused** (like PyPI, where a name belongs to
   whoever registered it, and like devpi, whose indexes do not mix a private name with a mirrored one unless
   an admin puts it on ``mirror_whitelist``): publishing it would shadow the public project for everyone
-  who installs through the hub. An admin can allow it for one owner (``vf-hub name allow NAME --owner O``);
-  an upstream that cannot be asked is a 503, never a silent pass;
-- a name already on the hub stays its owner's (``publishing``); later versions are not looked up again.
+  who installs through the hub. An admin can set a name aside for one owner (``vf-hub name allow NAME
+  --owner O``): only that owner may then publish it first, whether the upstream serves it or not; an
+  upstream that cannot be asked is a 503, never a silent pass;
+- a name already on the hub stays its owner's (``publishing``); later versions are not looked up again;
+- **a name held by another owner** — a published environment, public or private, or an admin's
+  allowance — **is refused with one answer** (``name_taken``), the same status, text and queries
+  whatever holds it: the publisher learns that the name is not theirs to take, which one flat index
+  cannot hide, but never whether a private environment has it (every read path answers 404 for that
+  environment, as for an absent one).
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
-from sqlalchemy import delete, select
+from sqlalchemy import Integer, delete, literal, select, union_all
+from sqlalchemy.orm import Session
 
 from hub_server.context import Hub
-from hub_server.models import NameGrant, Owner, utcnow
+from hub_server.models import Environment, NameGrant, Owner, utcnow
 from hub_server.sdk_dist import SDK_NAME
 from hub_server.services.accounts import RESERVED_DISTRIBUTIONS
 from hub_server.services.errors import HubError
@@ -56,14 +64,50 @@ def check_reserved(name: str) -> None:
         )
 
 
-def check_first_publish(hub: Hub, name: str, owner: Owner) -> None:
-    """For a name not yet on the hub: 409 if the upstream index serves it and no admin allowed ``owner``
-    to take it; 503 if the upstream cannot be asked. Blocking (one upstream request, cached)."""
+@dataclass(frozen=True, slots=True)
+class NameHolder:
+    """Who holds a distribution name on the hub: the owner of its environment, else of an allowance."""
+
+    owner_id: int | None
+    published: bool
+
+
+def name_holder(session: Session, name: str) -> NameHolder:
+    """One query for both kinds of holder, so a name held by a private environment and one held by an
+    allowance cost the same."""
     canonical = normalize_name(name)
-    with hub.db.read() as session:
-        grant = session.get(NameGrant, canonical)
-        if grant is not None and grant.owner_id == owner.id:
-            return
+    rows = session.execute(
+        union_all(
+            select(Environment.owner_id, literal(1, Integer)).where(Environment.name == canonical),
+            select(NameGrant.owner_id, literal(0, Integer)).where(NameGrant.name == canonical),
+        )
+    ).all()
+    owner_id, published = max(rows, key=lambda r: r[1], default=(None, 0))
+    return NameHolder(owner_id, bool(published))
+
+
+def name_taken(name: str) -> HubError:
+    """The one refusal of a name another owner holds, whatever holds it (see the module's docstring)."""
+    return HubError(
+        409,
+        f"the distribution name {normalize_name(name)!r} belongs to another owner on this hub (an "
+        "environment, public or private, or a name an admin set aside for them); distribution names are "
+        "unique across the hub, so rename your package (e.g. prefix it with your namespace)",
+    )
+
+
+def check_holder(holder: NameHolder, name: str, owner: Owner) -> None:
+    if holder.owner_id is not None and holder.owner_id != owner.id:
+        raise name_taken(name)
+
+
+def check_first_publish(hub: Hub, name: str, owner: Owner, *, allowed: bool) -> None:
+    """For a name not yet on the hub (``allowed``: an admin set it aside for ``owner``): 409 if the
+    upstream index serves it and it is not allowed; 503 if the upstream cannot be asked. Blocking (one
+    upstream request, cached)."""
+    canonical = normalize_name(name)
+    if allowed:
+        return
     if hub.upstream is None:  # no fall-through: the hub's index cannot shadow anything
         return
     where = redact(hub.upstream.base_url)
@@ -86,8 +130,8 @@ def check_first_publish(hub: Hub, name: str, owner: Owner) -> None:
 
 
 def allow_name(hub: Hub, name: str, owner: str) -> str:
-    """Let ``owner`` publish ``name`` although the upstream serves it (admins, ``vf-hub name allow``).
-    Reserved names cannot be allowed. Returns the normalised name."""
+    """Set ``name`` aside for ``owner``: only it may publish the name first, although the upstream serves
+    it (admins, ``vf-hub name allow``). Reserved names cannot be allowed. Returns the normalised name."""
     canonical = normalize_name(name)
     check_reserved(canonical)
     with hub.db.write() as session:

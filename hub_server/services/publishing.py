@@ -24,8 +24,13 @@ from hub_server.releases import find_version
 from hub_server.services.environments import replace_tags
 from hub_server.services.errors import HubError
 from hub_server.services.lookups import environment_named, get_owner
-from hub_server.services.names import check_first_publish, check_reserved
-from hub_server.services.smoke import queue_smoke_check
+from hub_server.services.names import (
+    check_first_publish,
+    check_holder,
+    check_reserved,
+    name_holder,
+    name_taken,
+)
 from hub_server.simple_index import bump_generation
 from hub_server.validation import InspectedUpload, UploadError, inspect_upload
 
@@ -68,26 +73,29 @@ def _check_publish_rights(principal: Principal | None, owner: Owner) -> None:
         raise HubError(403, f"you ({principal.username}) may not publish to the namespace {owner.name!r}")
 
 
-def _name_taken(env: Environment | None, owner: Owner) -> None:
-    if env is not None and env.owner_id != owner.id:
-        raise HubError(
-            409,
-            f"the distribution name {env.name!r} belongs to another owner; distribution names are unique "
-            "across the hub, so rename your package (e.g. prefix it with your namespace)",
-        )
-
-
 def precheck_publish(hub: Hub, principal: Principal | None, owner_name: str, env_name: str) -> None:
-    """Refusals before the upload is read: auth, namespace, reserved names, name ownership, and for a
-    name new to the hub, whether the upstream index serves it (``services.names``)."""
+    """Refusals before the upload is read: auth, namespace, reserved names, name ownership (one answer
+    whatever holds the name), and for a name new to the hub, whether the upstream index serves it
+    (``services.names``)."""
     with hub.db.read() as session:
         owner = get_owner(session, owner_name)
         _check_publish_rights(principal, owner)
         check_reserved(env_name)  # the SDK and its dependency closure: 409
-        env = environment_named(session, env_name)
-        _name_taken(env, owner)
-    if env is None:
-        check_first_publish(hub, env_name, owner)
+        holder = name_holder(session, env_name)
+    check_holder(holder, env_name, owner)
+    if not holder.published:
+        check_first_publish(hub, env_name, owner, allowed=holder.owner_id == owner.id)
+
+
+def _check_visibility_change(principal: Principal, env: Environment, visibility: str | None) -> None:
+    # A publish that would change an existing environment's visibility needs the rights of a visibility
+    # change (``auth``: owners and admins), or a member could make the namespace's private one public.
+    if visibility and visibility != env.visibility and not principal.can_manage(env.owner_id):
+        raise HubError(
+            403,
+            f"only owners and admins of {env.owner.name} may change the visibility of {env.full_name} "
+            f"(it is {env.visibility}); publish without a visibility to keep it",
+        )
 
 
 def publish(
@@ -134,7 +142,7 @@ def publish(
             for key in keys.values():
                 hub.blobs.delete(key)
     hub.index.clear()
-    queue_smoke_check(hub, version_id)  # in the background; it never fails the publish
+    hub.smoke_checks().queue(version_id)  # in the background; it never fails the publish
     with hub.db.read() as session:
         env_row = session.get(Environment, env_id)
         ver_row = session.get(VersionRow, version_id)
@@ -183,7 +191,8 @@ def _insert_once(hub: Hub, attempt: _Attempt) -> tuple[int, int]:
     with hub.db.write() as session:
         owner = get_owner(session, attempt.owner_name)
         env = environment_named(session, info.name)
-        _name_taken(env, owner)
+        if env is not None and env.owner_id != owner.id:
+            raise name_taken(info.name)
         if env is None:
             env = Environment(
                 owner_id=owner.id,
@@ -206,6 +215,7 @@ def _insert_once(hub: Hub, attempt: _Attempt) -> tuple[int, int]:
             existing = session.scalars(select(VersionRow.version).where(VersionRow.environment_id == env.id))
             if any(Version(v) == Version(info.version) for v in existing):
                 raise _exists(info)
+            _check_visibility_change(attempt.principal, env, attempt.visibility)
             if attempt.visibility:
                 env.visibility = attempt.visibility
             env.updated_at = now

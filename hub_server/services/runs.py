@@ -3,8 +3,9 @@
 Writes need a token that may publish to the environment's namespace (issue 10 §3). A run is linked to
 an existing version *and* its content hash: a run whose hash matches no published version's is refused,
 and nothing here ever creates an environment or a version. Reads follow the environment's visibility: a
-run is visible when its environment is and the run is public, or to those who may read the owner's
-private environments; anything else is the same 404 as an absent run.
+run is visible when its environment is and the run is public (a read grant makes a private environment
+visible to its user, so its public runs too), or to those who may read the owner's private environments;
+anything else is the same 404 as an absent run.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def visible_runs(stmt: _S, principal: Principal | None) -> _S:
         return stmt
     public = and_(Environment.visibility == "public", EvalRun.visibility == "public")
     if principal is not None and principal.has("read"):
-        return stmt.where(or_(public, Environment.owner_id.in_(principal.owner_ids)))
+        shared = and_(Environment.id.in_(principal.granted_ids), EvalRun.visibility == "public")
+        return stmt.where(or_(public, shared, Environment.owner_id.in_(principal.owner_ids)))
     return stmt.where(public)
 
 
@@ -96,12 +98,14 @@ def _info(row: _RunRow) -> wire.EvalRunInfo:
         avg_reward=run.avg_reward,
         std_reward=run.std_reward,
         reward_ci95=run.reward_ci95,
+        **wire.interval_fields(run.avg_reward, run.scored_count, run.std_reward),
         pass_at_k=run.pass_at_k,
         avg_metrics=run.avg_metrics,
         error_counts=run.error_counts,
         prompt_tokens=run.prompt_tokens,
         completion_tokens=run.completion_tokens,
         url=run_url(owner, name, run.id),
+        warnings=wire.run_warnings(run.avg_metrics, run.scored_count),
     )
 
 
@@ -493,7 +497,7 @@ def run_overview(
 
 
 def _score(run: EvalRun) -> float:
-    bound = ranking_bound(run.avg_reward, run.scored_count, run.reward_ci95)
+    bound = ranking_bound(run.avg_reward, run.scored_count, run.std_reward)
     return bound if bound is not None else -math.inf
 
 
@@ -521,12 +525,14 @@ def leaderboard(session: Session, env: Environment, pick: wire.LeaderboardPick =
             run_id=run.id,
             avg_reward=run.avg_reward,
             reward_ci95=run.reward_ci95,
-            reward_lower=ranking_bound(run.avg_reward, run.scored_count, run.reward_ci95),
+            **wire.interval_fields(run.avg_reward, run.scored_count, run.std_reward),
+            reward_lower=ranking_bound(run.avg_reward, run.scored_count, run.std_reward),
             pass_at_k=run.pass_at_k,
             rollout_count=run.rollout_count,
             scored_count=run.scored_count,
             date=run.finalized_at or run.created_at,
             uploader=uploader,
+            warnings=wire.run_warnings(run.avg_metrics, run.scored_count),
         )
         for run, _o, _n, version, uploader in chosen.values()
     ]

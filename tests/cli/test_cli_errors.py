@@ -32,6 +32,7 @@ COMMANDS = {
     "vf-train": [],
     "vf-hub": [],
     "vf-view": ["RUN_DIR"],
+    "vf-model-stub": ["rules.toml"],
 }
 #: Commands whose parsing is the hub's (hub_server, reached by a hand-over): the same one line there.
 HANDED_OVER = {"vf-hub serve": ["serve"], "vf-hub token create": ["token", "create", "alice"]}

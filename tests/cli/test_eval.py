@@ -294,7 +294,9 @@ def _wait_for_lines(path: Path, n: int, timeout: float = 300) -> None:
 
 
 def test_sigterm_marks_run_cancelled_and_resume_hint(workdir: Path) -> None:
-    with ScriptedServer(rules=[Rule(k, v) for k, v in RULES.items()], default="wrong", hold_after=2) as srv:
+    with ScriptedServer(
+        rules=[Rule(match=k, content=v) for k, v in RULES.items()], default="wrong", hold_after=2
+    ) as srv:
         proc = subprocess.Popen(
             [script("vf-eval"), "cli-env", "-m", "m", "-b", srv.url, "-n", "6", "-r", "2", "-c", "1"],
             cwd=workdir,

@@ -94,7 +94,8 @@ def test_a_suite_file_runs_every_eval_in_order(workdir: Path, start_server) -> N
     assert (two["num_examples"], two["rollouts_per_example"], two["env_args"]) == (3, 1, {"size": 3})
     assert one["sampling_args"]["temperature"] == two["sampling_args"]["temperature"] == 0.0  # the flag's
     dry = vf_eval(workdir, f"@{suite}", "--dry-run")
-    assert dry.code == 0 and dry.stdout.count("dry run") == 2
+    assert dry.code == 0 and dry.stdout.count("dry run") == 3  # each entry, then the protocol
+    assert "Protocol (dry run: nothing was started)" in dry.stdout
     suite.write_text('[[eval]]\nenv_id = "cli-env"\nnum_exampels = 1\n')
     assert_one_line_error(vf_eval(workdir, "@", str(suite)), 2, "[[eval]] #1", "num_exampels")
 

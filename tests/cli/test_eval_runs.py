@@ -37,7 +37,7 @@ def _popen(work: Path, *args: str) -> subprocess.Popen[str]:
 def _scripted_rules(hold_after: int | None = None) -> ScriptedServer:
     """An in-process scripted server answering like ``start_server(RULES)`` (q0, q1 right)."""
     return ScriptedServer(
-        rules=[Rule(k, v) for k, v in RULES.items()], default="wrong", hold_after=hold_after
+        rules=[Rule(match=k, content=v) for k, v in RULES.items()], default="wrong", hold_after=hold_after
     )
 
 

@@ -70,3 +70,11 @@ def test_an_unreachable_hub_is_named_in_the_same_error(isolated_venv: Path, tmp_
     assert res.returncode != 0
     assert f"{tmp_path / 'environments'}/ (no math_env/ nor a project named 'math-env')" in res.stderr
     assert "the hub at http://127.0.0.1:9: could not be reached" in res.stderr, res.stderr
+
+
+def test_a_misspelt_name_gets_a_did_you_mean(hub_url: str, isolated_venv: Path, tmp_path: Path) -> None:
+    for spec in ("verifiers/math-evn", "math-envv"):  # owner/name, and a bare name
+        res = _vf_install(isolated_venv, spec, cwd=tmp_path, hub=hub_url)
+        assert res.returncode != 0
+        assert "did you mean verifiers/math-env" in res.stderr, res.stderr
+        assert "Traceback" not in res.stderr

@@ -123,7 +123,7 @@ def test_plain_progress_lines_and_summary() -> None:
     console.print(summary_table(meta, results, "out/run"))
     console.print(samples_table(results))
     text = buf.getvalue()
-    assert "0.250 ± 0.100" in text and "pass@1 0.250" in text
+    assert "mean 0.250, sd 0.100" in text and "pass@1 0.250" in text  # no scored count: no interval
     assert "infra 1: T: down" in text and "out/run" in text
 
 

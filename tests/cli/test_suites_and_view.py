@@ -46,12 +46,15 @@ def test_a_suite_ends_with_a_table_and_its_rules_are_bounded_off_terminal(
     one, two = sorted(run_dirs(workdir), key=lambda p: p.parent.name)
     rows = [line for line in table.splitlines() if re.match(r"^[│|]\s+[123]\s", line)]
     assert len(rows) == 3, table
-    assert "cli-env 0.3.0" in rows[0] and "one" in rows[0] and "4/4" in rows[0] and "completed" in rows[0]
-    assert "two" in rows[1] and "4/4" in rows[1]
+    assert "cli-env 0.3.0" in rows[0] and "one" in rows[0] and "completed" in rows[0]
+    assert "2 × 2 (4 scored)" in rows[0]  # 2 examples x 2 rollouts (the package default)
+    assert "two" in rows[1] and "4 × 1 (4 scored)" in rows[1]
     assert "three" in rows[2] and "failed" in rows[2] and "cannot reach" in table
     assert str(one.relative_to(workdir)) in rows[0] and str(two.relative_to(workdir)) in rows[1]
     meta = json.loads((one / "metadata.json").read_text())
-    assert f"{meta['avg_reward']:.3f}" in rows[0]
+    # the benchmark table's numbers, in percent: avg@k with its 95% interval, pass@k
+    assert f"avg@2 {100 * meta['avg_reward']:.1f}" in rows[0]
+    assert f"pass@2 {100 * meta['pass_at_k']['2']:.1f}" in rows[0]
 
 
 def test_a_suite_starts_the_local_model_once(workdir: Path, smollm: None) -> None:

@@ -115,6 +115,8 @@ def publish_walk(values: dict[str, str], work: Path) -> Timings:
 
 
 def _look_at_it(page: Any, step: _Steps, hub: str, run_id: str, local: str, work: Path) -> None:
+    from playwright.sync_api import expect
+
     rollouts = 8  # the page's `-n 4 -r 2`
     ctx = page.context
     with step("environment page (README, version, install + copy, leaderboard)"):
@@ -130,7 +132,8 @@ def _look_at_it(page: Any, step: _Steps, hub: str, run_id: str, local: str, work
         install = page.locator(".install code[data-copy]").first
         assert install.inner_text() == "vf-install alice/my-env"
         page.locator(".install .copy-button").first.click()
-        page.wait_for_function("document.querySelector('.install .copy-button').textContent === 'Copied'")
+        # a locator assertion: a string predicate would be evaluated in the page, which its CSP forbids
+        expect(page.locator(".install .copy-button").first).to_have_text("Copied")
         assert page.evaluate("navigator.clipboard.readText()") == "vf-install alice/my-env"
         ctx.clear_permissions()
         board = page.locator("table.board tbody tr")

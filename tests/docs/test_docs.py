@@ -164,6 +164,12 @@ def _check(item: Item, entry: Check, shell: Shell) -> None:
         path = shell.cwd / f"endpoints-{item.line}.toml"
         path.write_text(text)
         EndpointRegistry.load(path)
+    elif entry.reader == "scripted-rules":
+        from verifiers.clients.scripted import load_script
+
+        path = shell.cwd / f"rules-{item.line}.toml"
+        path.write_text(text)
+        assert load_script(path).rules, f"{item.where}: the rules reader found no rules"
     elif entry.reader == "transcript":
         first, *shown = text.splitlines()
         assert first.startswith("$ "), f"{item.where}: a transcript starts with `$ command`"

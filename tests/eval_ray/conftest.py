@@ -1,6 +1,8 @@
 """A real local Ray cluster for the distributed-evaluation tests: a head node and worker nodes, each its
 own ``ray start --block`` process group on this machine (one CPU each, no dashboard), killed by process
-group in teardown — never ``ray stop``, which would stop every Ray instance on the machine.
+group in teardown — never ``ray stop``, which would stop every Ray instance on the machine. Every node is
+born in the cluster's own cgroup, which a guard process (``_cluster_guard.py``) empties once the test process
+is gone, so nothing of a cluster outlives an interrupted or killed test run.
 
 Without Ray installed the tests skip; with ``VF_REQUIRE_RAY=1`` (CI) that is a failure.
 """
@@ -15,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +27,9 @@ import pytest
 from tests.tiers import component_missing
 
 RAY = Path(sys.executable).with_name("ray")
+GUARD = Path(__file__).with_name("_cluster_guard.py")
+#: Where each cluster's cgroup is made (v1 ``pids``: it only groups, it sets no limit).
+CGROUP_PARENT = Path(os.environ.get("VF_CGROUP_ROOT") or "/sys/fs/cgroup") / "pids" / "vf-test-ray"
 #: A killed node is declared dead within about five seconds (its health checks are refused at once; Ray's
 #: default takes ~30 s), while a live node on a loaded machine has ten seconds to answer each check.
 FAST_HEALTH = {
@@ -63,8 +69,33 @@ class RayCluster:
     root: Path
     address: str = ""
     nodes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    cgroup: Path | None = None
+    guard: subprocess.Popen[bytes] | None = None
+
+    def _guarded(self) -> Path:
+        """The cluster's cgroup, with its guard started on first use."""
+        if self.cgroup is None:
+            cgroup = CGROUP_PARENT / uuid.uuid4().hex[:12]
+            try:
+                cgroup.mkdir(parents=True)
+            except OSError as exc:
+                raise RuntimeError(
+                    f"cannot create {cgroup} ({exc}): the Ray tests put each cluster in a cgroup of its own "
+                    "(cgroup v1 pids, as root) so that none outlives the test run"
+                ) from exc
+            self.cgroup = cgroup
+            self.guard = subprocess.Popen(
+                [sys.executable, str(GUARD), str(cgroup)], stdin=subprocess.PIPE, start_new_session=True
+            )
+        return self.cgroup
 
     def _start(self, *args: str, log: Path) -> subprocess.Popen[bytes]:
+        procs = str(self._guarded() / "cgroup.procs")
+
+        def join_cgroup() -> None:  # in the child, before exec: every process of the node is born inside
+            with open(procs, "w") as f:
+                f.write("0")
+
         with open(log, "wb") as out:
             proc = subprocess.Popen(
                 [str(RAY), "start", *args, *NODE_FLAGS],
@@ -72,6 +103,7 @@ class RayCluster:
                 stderr=subprocess.STDOUT,
                 env={**os.environ, **FAST_HEALTH},
                 start_new_session=True,  # its own process group: killed as one
+                preexec_fn=join_cgroup,
             )
         self.nodes.append(proc)
         return proc
@@ -148,6 +180,9 @@ class RayCluster:
     def stop(self) -> None:
         for proc in reversed(self.nodes):
             self.kill(proc)
+        if self.guard is not None and self.guard.stdin is not None:
+            self.guard.stdin.close()  # the guard kills whatever is left in the cgroup and removes it
+            self.guard.wait(120)
         forget_cluster(self.address)
 
 

@@ -89,6 +89,14 @@ class Dist:
                 )  # reproducible
         return f"{self.stem}-py3-none-any.whl", buf.getvalue()
 
+    def pyproject(self) -> bytes:
+        """A pyproject.toml the hub's build rules accept (hatchling alone, static metadata)."""
+        return (
+            '[build-system]\nrequires = ["hatchling>=1.24"]\nbuild-backend = "hatchling.build"\n\n'
+            f'[project]\nname = "{self.name}"\nversion = "{self.version}"\n\n'
+            f'[project.entry-points."verifiers.environments"]\n{self.name} = "{self.module}:load_environment"\n'
+        ).encode()
+
     def sdist(
         self,
         *,
@@ -104,7 +112,7 @@ class Dist:
         ):
             members: list[tuple[str, bytes]] = [
                 (f"{top}/PKG-INFO", pkg_info if pkg_info is not None else self.metadata()),
-                (f"{top}/pyproject.toml", f'[project]\nname = "{self.name}"\n'.encode()),
+                (f"{top}/pyproject.toml", self.pyproject()),
                 *((f"{top}/{p}", d) for p, d in self.module_files().items()),
             ]
             for item in extra or []:

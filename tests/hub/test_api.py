@@ -137,7 +137,10 @@ def test_yanked_versions_only_resolve_when_pinned(client: TestClient, actors: Ac
     r = client.post(f"{base}/yank", json={"reason": "broken scoring"}, headers=Actors.auth(actors.alice))
     assert r.json()["yanked"] is True and r.json()["yanked_reason"] == "broken scoring"
     assert client.get(f"{API}/resolve", params={"spec": "demo-env"}).json()["version"] == "0.1.0"
-    assert client.get(f"{API}/resolve", params={"spec": "demo-env@>=0.2,<0.3"}).status_code == 404
+    refused = client.get(f"{API}/resolve", params={"spec": "demo-env@>=0.2,<0.3"})
+    assert refused.status_code == 404
+    # the way to the yanked version is named, not "available: none"
+    assert "0.2.0 is yanked, and alice/demo-env@==0.2.0 still installs it" in refused.text
     pinned = client.get(f"{API}/resolve", params={"spec": "demo-env@==0.2.0"}).json()
     assert (pinned["version"], pinned["yanked"]) == ("0.2.0", True)
     assert client.get(f"{API}/environments/alice/demo-env").json()["latest_version"] == "0.1.0"

@@ -183,7 +183,9 @@ def test_run_visibility_at_push_time_and_later_and_the_leaderboard_honours_it(
 
     # and later, from vf-hub
     listed = vf_hub("run", "list", "alice/demo-env", "--url", url, "--token", actors.alice, config=config)
-    assert f"{run_id:>6}  public" in listed.stdout, listed.stdout + listed.stderr
+    head, *lines = listed.stdout.splitlines()
+    assert head.split() == ["RUN", "VISIBILITY", "STATUS", "MODEL", "VERSION", "MEAN", "ROLLOUTS", "CREATED"]
+    assert [line.split()[:2] for line in lines] == [[str(run_id), "public"]], listed.stdout + listed.stderr
     done = vf_hub(
         "run", "visibility", str(run_id), "private", "--url", url, "--token", actors.alice, config=config
     )

@@ -66,7 +66,9 @@ def test_the_eval_page_shows_aggregates_histogram_examples_and_errors(
     assert page.status_code == 200, page.text
     html = page.text
     assert "org/model-a" in html and "0.1.0" in html
-    assert re.search(r'id="mean-reward">0\.625 ± 0\.\d{3}', html)  # (0 + 1 + 1 + 0.5) / 4, with its CI
+    # (0 + 1 + 1 + 0.5) / 4 with its 95% interval (Wilson's, as everywhere), labelled; no bare "±"
+    assert 'id="mean-reward">0.625 <span class="muted">95% CI</span> [0.219, 0.908]' in html
+    assert " ± " not in html
     assert "1 infra error" in html
     assert '<svg class="histogram"' in html and html.count('<rect class="bar"') == 10
     assert "RolloutTimeoutError" in html and "took 30 s" in html
@@ -146,3 +148,28 @@ def test_page_parts_are_computed_from_numbers_only() -> None:
     assert [r.example_id for r in example_rows(records, "spread")] == [1, 0, 2]
     assert [r.example_id for r in example_rows(records, "mean")] == [0, 1, 2]
     assert example_rows(records)[2].cells[0].error == "model"
+
+
+def test_a_run_whose_model_never_called_a_tool_is_flagged_on_its_page_and_the_board(
+    client: TestClient, actors: Actors
+) -> None:
+    h = _published(client, actors)
+    alice = Actors.auth(actors.alice)
+    flagged: dict[str, int] = {}
+    for model, calls in (("org/no-tools", 0.0), ("org/tools", 2.0)):
+        body = run_body(h, model=model, run_key=f"run-{model[4:]}-0001")
+        run_id = int(client.post(RUNS, json=body, headers=alice).json()["id"])
+        rows = [rollout(i, 0, 0.0, metrics={"tool_calls": calls}) for i in range(3)]
+        assert (
+            client.post(f"{API}/runs/{run_id}/rollouts", json={"rollouts": rows}, headers=alice).status_code
+            == 200
+        )
+        assert client.post(f"{API}/runs/{run_id}/finalize", headers=alice).status_code == 200
+        flagged[model] = run_id
+    board = client.get(f"{API}/environments/alice/demo-env/leaderboard").json()["entries"]
+    assert {e["model"]: e["warnings"] for e in board} == {"org/no-tools": ["no_tool_calls"], "org/tools": []}
+    assert client.get(f"{API}/runs/{flagged['org/no-tools']}").json()["warnings"] == ["no_tool_calls"]
+    page = client.get(f"/alice/demo-env/evals/{flagged['org/no-tools']}").text
+    assert "Warning: the model never called a tool" in page and "no tool calls</span>" in page
+    assert "never called a tool" not in client.get(f"/alice/demo-env/evals/{flagged['org/tools']}").text
+    assert "no tool calls</span>" in client.get("/alice/demo-env").text  # the board's row says it too

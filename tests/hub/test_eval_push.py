@@ -30,7 +30,7 @@ from verifiers.hub.results import (
     rollout_record,
 )
 
-RULES = [Rule("capital of France", "Paris"), Rule("days are in a week", "7")]
+RULES = [Rule(match="capital of France", content="Paris"), Rule(match="days are in a week", content="7")]
 
 
 @pytest.fixture(autouse=True)
@@ -124,6 +124,16 @@ def test_push_a_real_run_then_resume_then_vf_eval_push(live_hub: LiveHub, token:
             assert {r.answer for r in good.items} == {"Paris", "7"}
             board = anonymous.leaderboard("alice", "demo-env")
             assert [(e.model, e.run_id) for e in board.entries] == [("scripted/m", started.id)]
+        # one 95% interval, labelled, in vf-eval's summary, the push, the API and vf-hub info (issue 32 item 3)
+        low, high = wire.wilson_interval(meta["avg_reward"], 14)
+        assert (run.reward_ci_low, run.reward_ci_high) == (pytest.approx(low), pytest.approx(high))
+        reward = wire.describe_reward(meta["avg_reward"], 14, meta["std_reward"])
+        assert wire.ci_text(low, high) in reward and "±" not in ran.stdout + res.stdout
+        assert reward in ran.stdout  # the vf-eval summary
+        assert f"reward: {reward} over 14 scored rollouts" in res.stdout
+        info = _vf("verifiers.cli.hub", "info", "alice/demo-env", cwd=work, env=env)
+        assert info.returncode == 0, info.stderr
+        assert f"mean {meta['avg_reward']:.3f}, {wire.ci_text(low, high)}" in info.stdout
 
         # pushing again changes nothing: the run is complete
         again = _vf("verifiers.cli.push", "--results", str(run_dir), cwd=work, env=env)

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from tests.hub._dists import MODULE_SOURCE, Dist
 from tests.hub.conftest import Actors, publish
+from verifiers.hub import wire
 
 API = "/api/v1"
 RUNS = f"{API}/environments/alice/demo-env/runs"
@@ -130,7 +131,9 @@ def test_chunks_are_idempotent_and_finalize_computes_aggregates(client: TestClie
     sample_sd = math.sqrt(sum((x - mean) ** 2 for x in rewards) / 4)
     assert run["status"] == "complete" and run["rollout_count"] == 6 and run["scored_count"] == 5
     assert math.isclose(run["avg_reward"], mean)
-    assert math.isclose(run["reward_ci95"], 1.959963984540054 * sample_sd / math.sqrt(5))
+    assert math.isclose(run["reward_ci95"], 1.959963984540054 * sample_sd / math.sqrt(5))  # older clients
+    low, high = wire.wilson_interval(mean, 5)  # the interval every page and client shows
+    assert math.isclose(run["reward_ci_low"], low) and math.isclose(run["reward_ci_high"], high)
     assert run["error_counts"] == {"model": 1}
     # pass@1 over examples with >= 1 scored rollout: ex0 1/2, ex1 2/2, ex2 0/1; pass@2 only ex0, ex1
     assert math.isclose(run["pass_at_k"]["1"], (0.5 + 1.0 + 0.0) / 3)
@@ -210,7 +213,7 @@ def test_runs_list_filters_and_the_leaderboard(client: TestClient, actors: Actor
     best = client.get(f"{API}/environments/alice/demo-env/leaderboard").json()
     assert [(e["model"], e["run_id"]) for e in best["entries"]] == [("model-a", a_good), ("model-b", b_only)]
     assert best["entries"][0]["avg_reward"] == 1.0 and best["entries"][0]["rollout_count"] == 2
-    assert set(best["entries"][0]) >= {"reward_ci95", "pass_at_k", "date", "version"}
+    assert set(best["entries"][0]) >= {"reward_ci95", "reward_ci_low", "reward_ci_high", "pass_at_k", "date"}
     latest = client.get(f"{API}/environments/alice/demo-env/leaderboard?pick=latest").json()
     assert [(e["model"], e["run_id"]) for e in latest["entries"]] == [
         ("model-a", a_late),

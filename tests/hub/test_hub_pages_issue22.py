@@ -15,11 +15,12 @@ from hub_server import csrf
 from hub_server.app import create_app
 from hub_server.auth import COOKIE_NAME
 from hub_server.context import Hub
-from hub_server.eval_stats import ranking_bound, wilson_lower_bound
+from hub_server.eval_stats import ranking_bound
 from hub_server.local_view import LocalRun, create_local_app
 from hub_server.settings import HubSettings
 from tests.hub.conftest import Actors, web_session
 from tests.hub.test_eval_runs import API, RUNS, _published, rollout, run_body
+from tests.hub.test_local_view import LOOPBACK
 from verifiers.hub import wire
 
 BOARD = f"{API}/environments/alice/demo-env/leaderboard"
@@ -40,7 +41,9 @@ def _finished(client: TestClient, actors: Actors, h: str, key: str, model: str, 
 
 def test_a_lucky_small_run_does_not_outrank_a_large_one(client: TestClient, actors: Actors) -> None:
     h = _published(client, actors)
-    nine = _finished(client, actors, h, "key-nine-0001", "model-nine", [1.0] * 8 + [0.0])  # 0.889 ± 0.218
+    nine = _finished(
+        client, actors, h, "key-nine-0001", "model-nine", [1.0] * 8 + [0.0]
+    )  # mean 0.889, 95% CI [0.565, 0.980]
     one = _finished(client, actors, h, "key-one-00001", "model-one", [1.0])
     perfect = {
         n: _finished(client, actors, h, f"key-perf-{n:04d}", f"model-{n}-perfect", [1.0] * n)
@@ -54,22 +57,27 @@ def test_a_lucky_small_run_does_not_outrank_a_large_one(client: TestClient, acto
     assert ranked[-1] == one
     top = board[0]
     assert top["run_id"] == nine and top["scored_count"] == 9
-    assert top["reward_lower"] == pytest.approx(wilson_lower_bound(8 / 9, 9))
+    assert top["reward_lower"] == pytest.approx(wire.wilson_interval(8 / 9, 9)[0])
+    assert top["reward_ci_low"] == top["reward_lower"]  # what is ranked by is the interval shown
     assert [e["reward_lower"] for e in board] == sorted((e["reward_lower"] for e in board), reverse=True)
     page = client.get("/alice/demo-env").text
     assert wire.LEADERBOARD_RANKING in page  # the page says how it ranks
     table = page[page.index('<table class="board">') :]
     assert table.index("model-nine") < table.index("model-one")
-    assert '<td class="bound">0.565</td>' in table
+    assert '<span class="bound" title="What the table is ranked by">0.565</span>, 0.980]' in table
 
 
 def test_the_ranking_bound() -> None:
-    assert wilson_lower_bound(1.0, 1) == pytest.approx(1 / (1 + 1.959963984540054**2))
-    assert wilson_lower_bound(0.0, 50) == pytest.approx(0.0, abs=1e-12)
-    assert wilson_lower_bound(0.5, 10_000) == pytest.approx(0.5 - 1.96 * 0.005, abs=1e-3)
+    def low(mean: float, n: int) -> float:
+        return wire.wilson_interval(mean, n)[0]
+
+    assert low(1.0, 1) == pytest.approx(1 / (1 + 1.959963984540054**2))
+    assert low(0.0, 50) == pytest.approx(0.0, abs=1e-12)
+    assert low(0.5, 10_000) == pytest.approx(0.5 - 1.96 * 0.005, abs=1e-3)
     assert ranking_bound(None, 0, None) is None
     assert ranking_bound(3.0, 1, None) is None  # another scale and no interval: ranked last
-    assert ranking_bound(3.0, 4, 0.5) == 2.5
+    # another scale: the normal interval, sd the rewards' (population) standard deviation
+    assert ranking_bound(3.0, 4, 0.5) == pytest.approx(3.0 - wire.Z95 * 0.5 / 3**0.5)
 
 
 def test_a_runs_visibility_is_changed_from_its_page(client: TestClient, hub: Hub, actors: Actors) -> None:
@@ -217,7 +225,7 @@ class _Source:
 
 
 def test_vf_view_pages_link_nothing_they_do_not_serve_and_never_say_eval_0(tmp_path: Path) -> None:
-    with TestClient(create_local_app(_Source(_local_run([1.0, 0.0, 0.5])))) as client:
+    with TestClient(create_local_app(_Source(_local_run([1.0, 0.0, 0.5]))), base_url=LOOPBACK) as client:
         for url in ("/", "/rollouts/0/0", "/rollouts/1/0"):
             page = client.get(url)
             assert page.status_code == 200

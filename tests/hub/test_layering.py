@@ -1,6 +1,8 @@
-"""hub_server shares with the SDK only the packaging rules (content hash, names) and the wire schemas.
+"""hub_server shares with the SDK only the packaging rules (content hash, names, what a wheel may hold)
+and the wire schemas.
 
-DESIGN.md §2b: the hub is its own house. An AST walk over every module of ``hub_server/``.
+DESIGN.md §2b: the hub is its own house. An AST walk over every module of ``hub_server/``; and, as in the
+SDK (tests/core/test_layers.py), no modules of the hub import each other in a circle.
 """
 
 from __future__ import annotations
@@ -9,10 +11,14 @@ import ast
 from pathlib import Path
 
 import hub_server
+from tests.import_cycles import describe, import_cycles
 
-#: What the hub shares with the SDK: ``verifiers.hub`` (packaging, wire schemas, and the run-directory
-#: reader ``results`` that turns a local run into wire records, for ``vf-view``). Nothing else.
-ALLOWED = frozenset({"verifiers.hub.packaging", "verifiers.hub.wire", "verifiers.hub.results"})
+#: What the hub shares with the SDK: ``verifiers.hub`` (packaging, the wheel rules ``vf-install`` applies
+#: too, wire schemas, and the run-directory reader ``results`` that turns a local run into wire records,
+#: for ``vf-view``). Nothing else.
+ALLOWED = frozenset(
+    {"verifiers.hub.packaging", "verifiers.hub.wheel_rules", "verifiers.hub.wire", "verifiers.hub.results"}
+)
 
 
 def sdk_imports(source: str) -> list[str]:
@@ -52,3 +58,10 @@ def test_hub_server_imports_only_packaging_and_wire_from_the_sdk() -> None:
     assert len(modules) > 20  # the walk really sees the package
     offenders = {str(p.relative_to(root)): found for p in modules if (found := sdk_imports(p.read_text()))}
     assert offenders == {}
+
+
+def test_hub_server_has_no_import_cycle() -> None:
+    cycles = import_cycles("hub_server")
+    assert not cycles, "import cycles in hub_server (move what both sides share below them):\n" + describe(
+        cycles
+    )

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -20,7 +21,8 @@ from tests.hub.test_e2e import make_project
 from tests.scripted_server import Rule, ScriptedServer
 from verifiers.clients.local_model import free_port
 
-RULES = [Rule("capital of France", "Paris"), Rule("days are in a week", "7")]
+LOOPBACK = "http://127.0.0.1"  # the pages answer loopback Host headers only
+RULES = [Rule(match="capital of France", content="Paris"), Rule(match="days are in a week", content="7")]
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +42,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_local_pages_show_the_run(run_dir: Path) -> None:
     meta = json.loads((run_dir / "metadata.json").read_text())
-    with TestClient(create_local_app(RunDirectory(run_dir))) as client:
+    with TestClient(create_local_app(RunDirectory(run_dir)), base_url=LOOPBACK) as client:
         page = client.get("/")
         assert page.status_code == 200
         html = page.text
@@ -67,7 +69,7 @@ def test_the_pages_follow_a_growing_results_file(run_dir: Path, tmp_path: Path) 
     lines = (run_dir / "results.jsonl").read_bytes().splitlines(keepends=True)
     results = live / "results.jsonl"
     results.write_bytes(b"".join(lines[:3]))
-    with TestClient(create_local_app(RunDirectory(live))) as client:
+    with TestClient(create_local_app(RunDirectory(live)), base_url=LOOPBACK) as client:
         assert client.get("/").text.count('href="/rollouts/') >= 3
         assert ">running<" in client.get("/").text
         with results.open("ab") as f:
@@ -86,6 +88,12 @@ def test_vf_view_serves_on_loopback(run_dir: Path, tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "hub_server.view_command", str(run_dir), "--port", str(port), "--no-open"]
     with serving(cmd, f"http://127.0.0.1:{port}/", log) as page:
         assert "demo-env" in page.text
+        # DNS rebinding: a page of another site whose name now resolves to 127.0.0.1 sends its own name.
+        for host in ("attacker.example", f"attacker.example:{port}", f"127.0.0.1.attacker.example:{port}"):
+            refused = httpx.get(f"http://127.0.0.1:{port}/rollouts/0/0", headers={"Host": host})
+            assert refused.status_code == 400 and "demo-env" not in refused.text, host
+        for host in (f"localhost:{port}", f"127.0.0.1:{port}", "localhost"):
+            assert httpx.get(f"http://127.0.0.1:{port}/", headers={"Host": host}).status_code == 200, host
     assert f"at http://127.0.0.1:{port}/" in log.read_text()
 
 

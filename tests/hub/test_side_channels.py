@@ -16,6 +16,7 @@ from hub_server import services
 from hub_server.app import create_app
 from hub_server.context import Hub
 from hub_server.models import Environment
+from hub_server.services.names import allow_name
 from hub_server.settings import HubSettings
 from tests.hub._dists import Dist
 from tests.hub.conftest import Actors, publish, serve_app
@@ -68,6 +69,31 @@ def test_absent_and_invisible_take_the_same_path(client: TestClient, hub: Hub, a
                     (len(statements), r.text.replace(name, "NAME").replace(name.replace("-", "_"), "NAME"))
                 )
             assert seen[0] == seen[1], (template, who, seen)
+
+
+def test_a_taken_name_gets_one_answer_whatever_holds_it(client: TestClient, hub: Hub, actors: Actors) -> None:
+    """Issue 33 item 8: publishing another owner's private name answered 409 "belongs to another owner"
+    while every read path said 404, confirming the private environment. A name must still be refused
+    (one flat index), so the refusal is the same — status, text and queries — for a private environment,
+    a public one and a name an admin set aside for that owner (which no read path shows either)."""
+    for name, visibility in (("secret-env", "private"), ("open-env", "public")):
+        r = publish(client, actors.alice, *Dist(name=name).pair(), name=name, visibility=visibility)
+        assert r.status_code == 201
+    allow_name(hub, "held-env", "alice")
+    for name in ("secret-env", "held-env"):  # every read path: the same 404 for both
+        assert client.get(f"{API}/resolve?spec={name}", headers=Actors.auth(actors.bob)).status_code == 404
+    seen = []
+    for name in ("secret-env", "held-env", "open-env"):
+        pair = Dist(name=name, version="9.0.0").pair()
+        publish(client, actors.bob, *pair, owner="bob", name=name)  # warm: the token's last-use write
+        with counting_queries(hub) as statements:
+            r = publish(client, actors.bob, *pair, owner="bob", name=name)
+        assert r.status_code == 409, (name, r.text)
+        seen.append((len(statements), r.json()["detail"].replace(name, "NAME")))
+    assert seen[0] == seen[1] == seen[2], seen
+    assert "belongs to another owner" in seen[0][1] and "rename your package" in seen[0][1]
+    # the allowance holds the name for alice alone
+    assert publish(client, actors.alice, *Dist(name="held-env").pair(), name="held-env").status_code == 201
 
 
 def _second_worker(settings: HubSettings) -> TestClient:

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 import tracemalloc
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -60,6 +63,17 @@ def load_environment(**kwargs):
     os.write(int(sys.argv[-1]), json.dumps({"ok": True, "stage": "done"}).encode())
     os._exit(0)
 """,
+    # Issue 33 item 7: the worker's own passing outcome on its pipe, one real request to the model, exit 0.
+    "fake-outcome-and-one-request": b"""import json, os, sys, urllib.request
+def load_environment(**kwargs):
+    claim = {"ok": True, "stage": "done", "reward": 1.0, "error": None, "replies": ["0" * 32]}
+    os.write(int(sys.argv[-1]), json.dumps(claim).encode())
+    body = json.dumps({"model": "vf-smoke-check", "messages": [{"role": "user", "content": "hi"}]})
+    request = urllib.request.Request(sys.argv[-2] + "/chat/completions", data=body.encode(),
+                                     headers={"Content-Type": "application/json"})
+    print(urllib.request.urlopen(request).read().decode()[:200], flush=True)
+    os._exit(0)
+""",
 }
 
 
@@ -79,6 +93,9 @@ def test_an_environment_cannot_forge_a_pass(how: str) -> None:
     assert "VF-SMOKE-REPORT" not in report.reason
     if how == "fake-outcome-on-the-channel":
         assert "never called the model" in report.reason
+    elif how == "fake-outcome-and-one-request":
+        assert 'model_requests": 1' in report.log  # the request did reach the model
+        assert report.reason == "rollout: the rollout's completion holds replies the model never sent"
     elif how == "kill-the-parent":
         assert "no report" in report.reason
     else:
@@ -157,3 +174,27 @@ def test_dependency_wheels_are_streamed_from_disk(
     assert "heavydep-1.0" in report.log and after_base
     grew = peak - after_base[0]
     assert grew < 24 * MiB, f"the check allocated {grew / MiB:.0f} MiB more for a 40 MiB dependency"
+
+
+@pytest.mark.sandbox
+def test_vf_smoke_prints_one_progress_line_and_the_log_only_on_failure(tmp_path: Path) -> None:
+    def vf_smoke(dist: Dist, *flags: str) -> subprocess.CompletedProcess[str]:
+        filename, data = dist.wheel()
+        (tmp_path / filename).write_bytes(data)
+        cmd = [
+            sys.executable,
+            "-m",
+            "verifiers.cli.smoke",
+            str(tmp_path / filename),
+            "--backend",
+            smoke_backend(),
+        ]
+        return subprocess.run([*cmd, *flags], capture_output=True, text=True, timeout=600)
+
+    good = vf_smoke(Dist(name="quiet-env", files={"quiet_env/__init__.py": GOOD}))
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert good.stdout.splitlines()[0].startswith("smoke check of quiet_env-0.1.0-py3-none-any.whl: ")
+    assert good.stdout.splitlines()[-1].startswith("smoke check: passed")
+    assert len(good.stdout.splitlines()) == 2, good.stdout  # no pip lines on a pass
+    broken = vf_smoke(Dist(name="loud-env", files={"loud_env/__init__.py": b"raise RuntimeError('boom')\n"}))
+    assert broken.returncode == 1 and "boom" in broken.stdout and "smoke check: failed" in broken.stdout

@@ -234,7 +234,7 @@ def test_sdist_may_carry_tests_docs_and_project_files() -> None:
     d = Dist()
     extra = [
         (f"demo_env-0.1.0/{p}", b"x\n")
-        for p in ("README.md", "LICENSE", ".gitignore", "tests/test_env.py", "docs/index.md", "setup.py")
+        for p in ("README.md", "LICENSE", ".gitignore", "tests/test_env.py", "docs/index.md", "noxfile.py")
     ]
     check(d.wheel(), d.sdist(extra=extra))
 

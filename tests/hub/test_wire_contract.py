@@ -29,7 +29,7 @@ from verifiers.hub.wire import (
 
 M = TypeVar("M", bound=BaseModel)
 #: Methods that build URLs or manage the connection, without asking the hub anything.
-LOCAL_ONLY = {"close", "index_url", "environment_url", "require_token"}
+LOCAL_ONLY = {"close", "index_url", "token_index_url", "environment_url", "require_token"}
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,11 @@ def test_every_client_method_parses_real_hub_answers(
         "yank": lambda: hub.yank("alice", "demo-env", "0.1.0", reason="broken"),
         "unyank": lambda: hub.unyank("alice", "demo-env", "0.1.0"),
         "download": lambda: hub.download(wheel_file, tmp_path / "downloads"),
+        # who may read it: visibility and read grants
+        "set_visibility": lambda: hub.set_visibility("alice", "demo-env", "private"),
+        "share": lambda: hub.share("alice", "demo-env", "bob"),
+        "grants": lambda: hub.grants("alice", "demo-env"),
+        "unshare": lambda: hub.unshare("alice", "demo-env", "bob"),
         # eval runs: create, upload a chunk, resume keys, finalize, then every read
         "create_run": lambda: hub.create_run("alice", "demo-env", run_body),
         "upload_rollouts": lambda: hub.upload_rollouts(results["create_run"].id, [rollout]),
@@ -120,6 +125,8 @@ def test_every_client_method_parses_real_hub_answers(
 
     public = {n for n, _ in inspect.getmembers(HubClient, inspect.isfunction) if not n.startswith("_")}
     assert set(results) == public - LOCAL_ONLY, "a HubClient method talks to the hub but is not checked here"
+    assert [g.model_dump(mode="json") for g in results["grants"]] == json.loads(bodies["grants"])
+    assert [g.username for g in results["grants"]] == ["bob"]
     for name, result in results.items():
         returns = typing.get_type_hints(getattr(HubClient, name))["return"]
         if isinstance(returns, type) and issubclass(returns, BaseModel):

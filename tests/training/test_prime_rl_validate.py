@@ -463,3 +463,25 @@ def test_the_validation_is_the_loss_packages_own() -> None:
         module.check_kwargs(alpha=0.5, beta=0.1)
     with pytest.raises(TypeError):
         module.check_kwargs(alfa=0.5)
+
+
+def test_a_bad_vf_train_toml_is_one_line_per_problem_with_values_as_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _run(tmp_path)
+    spec = tomllib.loads((run / "vf-train.toml").read_text())
+    spec["vf_train"]["env"][0]["workers"] = True  # lax pydantic took this as 1
+    spec["vf_train"]["env"][1]["http_port"] = "8000"
+    spec["vf_train"]["prompt_budget"] = -5
+    (run / "vf-train.toml").write_text(tomli_w.dumps(spec))
+    problems = _problems(run, "files")
+    assert len(problems) == 3, problems  # one problem per line, none joined with ';'
+    assert any("env.0.workers = True" in p for p in problems), problems
+    assert any("env.1.http_port = '8000'" in p for p in problems), problems
+    assert any("prompt_budget = -5" in p for p in problems), problems
+    with pytest.raises(SystemExit):
+        main(["validate", str(run), "--no-probe"])
+    shown = capsys.readouterr()
+    listed = [line for line in shown.out.splitlines() if line.startswith("[") and " ok: " not in line]
+    assert f"{len(listed)} problem(s)" in shown.err, (shown.out, shown.err)
+    assert "prompt budget 0" not in shown.out  # unknown, not shown as 0

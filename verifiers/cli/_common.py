@@ -17,6 +17,8 @@ from verifiers._extras import MissingExtraError, extra_of_module, install_comman
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+#: Console width without a terminal: no folding (tables are only as wide as their content).
+UNBOUNDED_WIDTH = 10_000
 
 
 class CliError(Exception):

@@ -22,7 +22,11 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from verifiers._urls import redact_url
+from verifiers.eval.config import SuiteEntry
 from verifiers.eval.engine import RunProgress
+from verifiers.eval.report import REPORT_COLUMNS, ReportRow, failed_row, report_row
+from verifiers.hub.wire import describe_reward
 from verifiers.types import RunMetadata
 
 REFRESH_S = 0.25
@@ -176,7 +180,7 @@ def summary_table(
     )
     t.add_row(
         "model",
-        f"{meta.model}  @ {meta.base_url if isinstance(meta.base_url, str) else ', '.join(meta.base_url)}",
+        f"{meta.model}  @ {redact_url(meta.base_url if isinstance(meta.base_url, str) else ', '.join(meta.base_url))}",
     )
     t.add_row(
         "plan",
@@ -184,10 +188,10 @@ def summary_table(
         + (f", sampling {meta.sampling_args}" if meta.sampling_args else ""),
     )
     c = meta.counts
-    std = f" ± {meta.std_reward:.3f}" if meta.std_reward is not None else ""
     t.add_row(
         "reward",
-        f"[bold cyan]{fmt_reward(meta.avg_reward)}[/]{std}  ({c.scored} scored of {c.completed} done)",
+        f"[bold cyan]{describe_reward(meta.avg_reward, c.scored, meta.std_reward)}[/]"
+        f"  ({c.scored} scored of {c.completed} done)",
     )
     if meta.pass_at_k:
         t.add_row("pass@k", "  ".join(f"pass@{k} {v:.3f}" for k, v in meta.pass_at_k.items()))
@@ -257,43 +261,63 @@ def rescore_table(old: RunMetadata, new: RunMetadata, *, rescored: int, kept: in
 class SuiteRow:
     """One entry of a suite as its closing table shows it."""
 
-    origin: str
-    env_id: str
+    entry: SuiteEntry
     model: str
     metadata: RunMetadata | None = None
     path: Path | None = None
     failure: str | None = None
     pushed: bool = False
 
+    @property
+    def origin(self) -> str:
+        return self.entry.origin
 
-def suite_table(rows: Sequence[SuiteRow], *, pushed: bool = False) -> Table:
-    """The closing table of ``vf-eval @ suite.toml``: one line per entry."""
-    t = Table(title=f"Suite: {len(rows)} evaluations", title_justify="left")
+    def report(self) -> ReportRow:
+        if self.metadata is None:
+            return failed_row(self.entry, self.failure or "did not run", model=self.model)
+        return report_row(
+            self.metadata, benchmark=self.entry.name, reference=self.entry.reference, path=self.path
+        )
+
+
+def report_table(rows: Sequence[ReportRow], *, title: str, pushed: Sequence[bool] | None = None) -> Table:
+    """A benchmark report (``verifiers.eval.report``) as a terminal table: the columns of its markdown
+    form, then model, environment, errors, status, whether it was pushed (a suite's ``--push``) and the run directory."""
+    t = Table(title=title, title_justify="left")
     t.add_column("#", justify="right", no_wrap=True)
-    t.add_column("environment", no_wrap=True)
+    for i, name in enumerate(REPORT_COLUMNS):
+        t.add_column(name, justify="left" if i == 0 else "right", no_wrap=True)
     t.add_column("model", no_wrap=True)
-    t.add_column("rollouts", justify="right", no_wrap=True)
-    t.add_column("reward", justify="right", no_wrap=True)
+    t.add_column("environment", no_wrap=True)
     t.add_column("errors")
     t.add_column("status", no_wrap=True)
-    if pushed:
+    if pushed is not None:
         t.add_column("pushed", no_wrap=True)
     t.add_column("results", overflow="fold")
     for i, row in enumerate(rows, start=1):
-        meta = row.metadata
-        if meta is None:
-            cells = [escape(row.env_id), escape(row.model), "–", "–", "–"]
-        else:
-            std = f" ± {meta.std_reward:.3f}" if meta.std_reward is not None else ""
-            cells = [
-                escape(f"{meta.env_id} {meta.env_version}"),
-                escape(meta.model),
-                f"{meta.counts.completed}/{meta.counts.planned}",
-                f"{fmt_reward(meta.avg_reward)}{std}",
-                _errors_text(meta.counts.errored),
-            ]
-        status = "[red]failed[/]" if row.failure is not None else escape(meta.status if meta else "–")
-        extra = ["yes" if row.pushed else "[red]no[/]"] if pushed else []
-        where = escape(str(row.path)) if row.path is not None else escape(_clip(row.failure or "", 160))
-        t.add_row(str(i), *cells, status, *extra, where)
+        status = "[red]failed[/]" if row.failure is not None else escape(row.status)
+        extra = [] if pushed is None else ["yes" if pushed[i - 1] else "[red]no[/]"]
+        where = escape(row.path) if row.path is not None else escape(_clip(row.failure or "", 160))
+        t.add_row(
+            str(i),
+            *(escape(c) for c in row.cells()),
+            escape(row.model or "–"),
+            escape(f"{row.env_id} {row.env_version}" if row.env_version else row.env_id),
+            _errors_text(row.errors),
+            status,
+            *extra,
+            where,
+        )
     return t
+
+
+def suite_table(rows: Sequence[SuiteRow], *, pushed: bool = False) -> Table:
+    """The closing table of ``vf-eval @ suite.toml``: the suite's benchmark report, one line per entry (an
+    entry that ran and then failed, e.g. every rollout errored, keeps its numbers and says it failed)."""
+    reports = [
+        row.report().model_copy(update={"failure": row.failure}) if row.failure is not None else row.report()
+        for row in rows
+    ]
+    return report_table(
+        reports, title=f"Suite: {len(rows)} evaluations", pushed=[r.pushed for r in rows] if pushed else None
+    )

@@ -13,6 +13,7 @@ import os
 import re
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -25,6 +26,7 @@ from verifiers.cli._common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    UNBOUNDED_WIDTH,
     CliError,
     exit_with_error,
     fail,
@@ -37,10 +39,11 @@ from verifiers.cli._common import (
 
 if TYPE_CHECKING:  # imported lazily at run time: `vf-eval --help` stays fast
     from verifiers.envs.environment import Environment
-    from verifiers.eval.config import EvalConfig
+    from verifiers.eval.config import EvalConfig, SuiteEntry
     from verifiers.eval.launch import LocalModels
     from verifiers.eval.run import EvalRun
     from verifiers.hub.results import PushTarget
+    from verifiers.jobs.suite import SuiteItem
     from verifiers.types import RunMetadata
 
 PROG = "vf-eval"
@@ -48,25 +51,27 @@ PROG = "vf-eval"
 DEFAULT_MODEL = "gpt-4.1-mini"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_VAR = "OPENAI_API_KEY"
-#: Console width without a terminal: no folding (tables are only as wide as their content).
-UNBOUNDED_WIDTH = 10_000
 #: Widest sample table (its text columns are clipped to fit).
 SAMPLE_WIDTH = 200
 log = logging.getLogger("verifiers.cli.eval")
 
 app = make_app(
     "Evaluate environment ENV_ID (installed, or under ./environments/) against an OpenAI-compatible "
-    "endpoint, or the embedded local model with -m local/smollm2 (or -m local:/path/to/model.gguf). "
+    "endpoint, the embedded local model with -m local/smollm2 (or -m local:/path/to/model.gguf), or the "
+    "scripted model with -m scripted:RULES.toml (answers from a rules file, for offline tests). "
     "`vf-eval @ SUITE.toml` runs every [[eval]] table of a suite file in order (flags given here "
     "override the file's). Results stream to ./outputs/evals/<env>--<model>/<timestamp-id>/ "
     "(results.jsonl + metadata.json). Each setting comes from the flags, then a resumed run, then the "
     "environment package's [tool.verifiers.eval] defaults, then built-in defaults (all examples, 1 "
     "rollout each); --dry-run shows the result and where each value came from. `vf-eval view RUN_DIR` "
-    "serves a run's pages locally (vf-view). Exit status: 0 ok, 1 every rollout failed or the endpoint "
-    "was unreachable, 2 bad input, 130 interrupted."
+    "serves a run's pages locally (vf-view); `vf-eval report RUN_DIR…` prints the benchmark table of "
+    "saved runs. Exit status: 0 ok, 1 every rollout failed or the endpoint was unreachable, 2 bad input, "
+    "130 interrupted."
 )
 #: ``vf-eval view RUN_DIR …`` is ``vf-view RUN_DIR …`` (the pages are the hub's: hub_server).
 VIEW_COMMAND = "view"
+#: ``vf-eval report RUN_DIR …``: the benchmark table of saved runs.
+REPORT_COMMAND = "report"
 
 
 def _normalize_argv(argv: list[str]) -> list[str]:
@@ -209,7 +214,7 @@ def eval_command(
         typer.Option(
             "-m",
             "--model",
-            help=f"Model name, an alias of the endpoint registry (-e), local/smollm2, or local:/path/to/model.gguf [default: {DEFAULT_MODEL}].",
+            help=f"Model name, an alias of the endpoint registry (-e), local/smollm2, local:/path/to/model.gguf, or scripted:RULES.toml (the scripted model, docs/tools.md) [default: {DEFAULT_MODEL}].",
             show_default=False,
         ),
     ] = None,
@@ -248,6 +253,15 @@ def eval_command(
             "--rollouts-per-example",
             min=1,
             help="Rollouts per example [default: package default, else 1].",
+            show_default=False,
+        ),
+    ] = None,
+    max_rollouts: Annotated[
+        int | None,
+        typer.Option(
+            "--max-rollouts",
+            min=1,
+            help="The most rollouts (examples × rollouts per example) the run may plan [default: $VF_MAX_ROLLOUTS, else 100000].",
             show_default=False,
         ),
     ] = None,
@@ -502,6 +516,7 @@ def eval_command(
         "api": api,
         "num_examples": num_examples,
         "rollouts_per_example": rollouts_per_example,
+        "max_rollouts": max_rollouts,
         "max_concurrent": max_concurrent,
         "ray": ray,
         "sampling_args": {**shortcuts, **(sampling_d or {})} or None,
@@ -564,6 +579,19 @@ class _Hub:
 
         return check_push(env_id, version, content_hash, url=self.url, token=self.token, before=before)
 
+    def check_suite(self, items: Sequence[SuiteItem]) -> dict[int, PushTarget]:
+        """``--push`` for a suite: every entry checked before the first runs (``check_suite_push``)."""
+        from verifiers.hub.client import HubClient
+        from verifiers.jobs.suite import SuitePushError, check_suite_push
+
+        with HubClient(url=self.url, token=self.token) as client:
+            if not client.token:
+                fail(f"--push: {client.config.missing_token_message()}")
+            try:
+                return check_suite_push(items, client)
+            except SuitePushError as exc:
+                fail(str(exc), EXIT_FAILED)
+
     def push(self, run_dir: Path, target: PushTarget | None, *, err: bool) -> None:
         from verifiers.cli.push import push_results
 
@@ -584,20 +612,19 @@ def target_of_hint(config: EvalConfig) -> str:
 
 
 def _resolve(env_id: str, layers: list[tuple[str, dict[str, Any]]]) -> EvalConfig:
-    from verifiers.eval.config import ConfigError, resolve_eval_config
-    from verifiers.eval.launch import target_of
+    from verifiers.errors import VerifiersError
+    from verifiers.eval.config import ConfigError
     from verifiers.eval.runs import ResumeMismatchError
-    from verifiers.hub.packaging import normalize_name
+    from verifiers.jobs.suite import resolve_run_config
 
-    env_id = normalize_name(env_id)  # the id runs are recorded (and found by --resume) under
     try:
-        config = resolve_eval_config(env_id, *layers, package_defaults=_package_defaults(env_id))
-        target_of(config)  # a bad target fails before anything loads (a local model, a dataset)
+        return resolve_run_config(env_id, layers)
     except ResumeMismatchError as exc:
         fail(str(exc))
     except ConfigError as exc:
         fail(_flag_names(str(exc)))
-    return config
+    except VerifiersError as exc:  # the package's defaults cannot be read, or it is not installed
+        fail(str(exc))
 
 
 #: Library setting names → the flags that set them, for error messages. Only names that cannot be
@@ -658,84 +685,92 @@ def _run_suite(
     hub: _Hub | None,
 ) -> None:
     from verifiers.cli._display import SuiteRow, suite_table
-    from verifiers.eval.config import SUITE_SOURCE, ConfigError, load_suite
-    from verifiers.eval.launch import LocalModels
+    from verifiers.eval.config import ConfigError
+    from verifiers.jobs.suite import SuiteOutcome, plan_suite, run_suite
 
     try:
-        entries = load_suite(path)
-    except ConfigError as exc:
-        fail(str(exc))
-    configs = []
-    for entry in entries:
-        try:
-            configs.append(_resolve(entry.env_id, [(SUITE_SOURCE, entry.settings), ("flag", flags)]))
-        except CliError as exc:
-            fail(f"{entry.origin}: {exc}", exc.code)
-    targets = _check_suite_push(entries, configs, hub) if hub is not None and not dry_run else {}
-    rows: list[SuiteRow] = []
-    # One local model server per model for the whole suite, not one per entry.
-    with LocalModels.for_configs(configs) as local_models:
-        for i, (entry, config) in enumerate(zip(entries, configs, strict=True), start=1):
-            # Entry, environment and model first: a bounded rule cuts a long suite path, not what matters.
-            title = f"[[eval]] #{i} {config.env_id} · {config.model} ({path})"
-            _rule(out, f"[bold]{i}/{len(configs)}[/] {escape(title)}")
-            if dry_run:
-                _show_config(config, out, json_output)
-                continue
-            row = SuiteRow(entry.origin, config.env_id, config.model)
-            rows.append(row)
-            try:
-                env = _load_env(config.env_id, config.env_args, verbose)
-                run = _run_env(env, config, out, verbose, local_models)
-                row.metadata, row.path = run.metadata, run.path
-                failure = _report(run, target_of_hint(config), out, json_output, verbose)
-                if failure is not None:
-                    fail(failure + ("; not pushed" if hub is not None else ""), EXIT_FAILED)
-                if hub is not None and run.path is not None:
-                    hub.push(run.path, targets.get(i), err=json_output)
-                    row.pushed = True
-            except CliError as exc:
-                if exc.code == EXIT_INTERRUPTED:
-                    raise
-                out.print(f"[red]{escape(entry.origin)} failed:[/] {escape(str(exc))}")
-                row.failure = str(exc)
+        items = plan_suite(path, flags)
+    except ConfigError as exc:  # the file, or an entry's settings (named)
+        fail(_flag_names(str(exc)))
+    targets = hub.check_suite(items) if hub is not None and not dry_run else {}
+
+    def title(item: SuiteItem) -> None:
+        # Entry, environment and model first: a bounded rule cuts a long suite path, not what matters.
+        head = f"[[eval]] #{item.index} {item.config.env_id} · {item.config.model} ({path})"
+        _rule(out, f"[bold]{item.index}/{len(items)}[/] {escape(head)}")
+
     if dry_run:
+        for item in items:
+            title(item)
+            _show_config(item.config, out, json_output)
+        _show_protocol([i.entry for i in items], [i.config for i in items], out, json_output)
         return
+
+    def run_one(item: SuiteItem, local_models: LocalModels) -> EvalRun:
+        title(item)
+        try:
+            env = _load_env(item.config.env_id, item.config.env_args, verbose)
+            run = _run_env(env, item.config, out, verbose, local_models)
+            failure = _report(run, target_of_hint(item.config), out, json_output, verbose)
+        except CliError as exc:
+            if exc.code == EXIT_INTERRUPTED:
+                raise _Interrupted(exc) from None
+            out.print(f"[red]{escape(item.entry.origin)} failed:[/] {escape(str(exc))}")
+            raise
+        if failure is not None:
+            failure += "; not pushed" if hub is not None else ""
+            out.print(f"[red]{escape(item.entry.origin)} failed:[/] {escape(failure)}")
+            raise CliError(failure, EXIT_FAILED)
+        return run
+
+    def push(outcome: SuiteOutcome) -> None:
+        assert hub is not None and outcome.path is not None
+        hub.push(outcome.path, targets.get(outcome.item.index), err=json_output)
+
+    try:
+        outcomes = run_suite(items, run_one, push=push if hub is not None else None)
+    except _Interrupted as stop:
+        raise stop.error from None
+    rows = [
+        SuiteRow(o.item.entry, o.item.config.model, o.metadata, o.path, o.failure, o.pushed) for o in outcomes
+    ]
     out.print()
     out.print(suite_table(rows, pushed=hub is not None))
     failed = [row.origin for row in rows if row.failure is not None]
     if failed:
-        fail(f"{len(failed)} of {len(configs)} evaluations failed: {', '.join(failed)}", EXIT_FAILED)
+        fail(f"{len(failed)} of {len(items)} evaluations failed: {', '.join(failed)}", EXIT_FAILED)
 
 
-def _check_suite_push(entries: list[Any], configs: list[EvalConfig], hub: _Hub) -> dict[int, PushTarget]:
-    """``--push`` for a suite: every entry's environment checked against the hub before the first entry
-    runs; one that cannot be pushed stops the suite before anything ran."""
-    from verifiers.envs.loading import environment_identity
-    from verifiers.errors import VerifiersError
+class _Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a suite entry: stops the suite (``run_suite`` records an ``Exception`` and goes on)."""
 
-    targets: dict[int, PushTarget] = {}
-    problems: list[str] = []
-    for i, (entry, config) in enumerate(zip(entries, configs, strict=True), start=1):
-        if not config.save_results or config.output_dir is None:
-            problems.append(f"{entry.origin}: --push needs the saved run directory (save_results is off)")
-            continue
-        try:
-            ident = environment_identity(config.env_id)
-            targets[i] = hub.check(ident.env_id, ident.version, ident.content_hash, before="the suite")
-        except VerifiersError as exc:
-            problems.append(f"{entry.origin}: {exc}")
-        except CliError as exc:
-            problems.append(f"{entry.origin}: {exc}")
-            if exc.code == EXIT_USAGE:  # no token: the same for every entry
-                break
-    if problems:
-        fail(
-            f"--push: {len(problems)} of {len(entries)} evaluations cannot be pushed, so none was run: "
-            + "; ".join(problems),
-            EXIT_FAILED,
-        )
-    return targets
+    def __init__(self, error: CliError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _show_protocol(
+    entries: list[SuiteEntry], configs: list[EvalConfig], out: Console, json_output: bool
+) -> None:
+    """A suite's protocol: every setting that decides a number, with where its value comes from."""
+    from rich.table import Table
+
+    from verifiers.eval.report import package_drift, protocol_rows
+
+    rows = protocol_rows(entries, configs)
+    drift = [note for entry in entries for note in package_drift(entry, _package_defaults(entry.env_id))]
+    if json_output:
+        _json_dump({"protocol": [r.model_dump(mode="json") for r in rows], "package_drift": drift})
+        return
+    table = Table(title="Protocol (dry run: nothing was started)", title_justify="left")
+    for name in ("benchmark", "setting", "value"):
+        table.add_column(name)
+    table.add_column("source", overflow="fold")
+    for r in rows:
+        table.add_row(escape(r.benchmark), r.setting, escape(repr(r.value)), escape(r.source))
+    out.print(table)
+    for note in drift:
+        out.print(f"[yellow]note:[/] {escape(note)}")
 
 
 #: Widest rule between suite entries when the output is not a terminal (logs, pipes).
@@ -757,7 +792,7 @@ def _run_env(
     env: Environment, config: EvalConfig, out: Console, verbose: bool, local_models: LocalModels | None = None
 ) -> EvalRun:
     """Run ``config`` on the loaded ``env``; a run that cannot start exits with its one-line reason."""
-    from verifiers.clients.local_model import LocalModelError
+    from verifiers.clients._server_process import ModelServerError
     from verifiers.eval.config import ConfigError
     from verifiers.eval.distributed import RayUnavailableError, WorkerLostError
     from verifiers.eval.launch import EndpointCheckError
@@ -771,7 +806,7 @@ def _run_env(
         fail(str(exc))
     except ConfigError as exc:
         fail(_flag_names(str(exc)))
-    except (LocalModelError, EndpointCheckError) as exc:
+    except (ModelServerError, EndpointCheckError) as exc:
         fail(str(exc), EXIT_FAILED)
     except (RayUnavailableError, WorkerLostError) as exc:  # a cluster that cannot be reached, or is gone
         fail(str(exc), EXIT_FAILED)
@@ -822,18 +857,18 @@ def _rescore(
     out: Console,
 ) -> None:
     from verifiers.cli._display import fmt_reward, rescore_table
-    from verifiers.eval.rescore import RescoreError, load_metadata, rescore
-    from verifiers.hub.packaging import normalize_name
+    from verifiers.eval.rescore import RescoreError
+    from verifiers.jobs.rescore import rescore_saved_run
 
     try:
-        meta = load_metadata(run_dir)
-    except RescoreError as exc:
-        fail(f"--rescore: {exc}")
-    if env_id is not None and normalize_name(env_id) != normalize_name(meta.env_id):
-        fail(f"--rescore: {run_dir} is a run of {meta.env_id}, not {env_id}")
-    env = _load_env(meta.env_id, env_args if env_args is not None else meta.env_args, verbose)
-    try:
-        result = rescore(env, run_dir, output_dir=output_dir, save=save)
+        result = rescore_saved_run(
+            run_dir,
+            env_id=env_id,
+            env_args=env_args,
+            output_dir=output_dir,
+            save=save,
+            load=lambda env_id, args: _load_env(env_id, dict(args), verbose),
+        )
     except RescoreError as exc:
         fail(f"--rescore: {exc}")
     path = str(result.path) if result.path is not None else None
@@ -868,6 +903,11 @@ def _rescore(
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == [REPORT_COMMAND]:  # the benchmark table of saved runs (verifiers.cli.report)
+        from verifiers.cli.report import main as report_main
+
+        report_main(given[1:])
+        return
     if given[:1] == [VIEW_COMMAND]:  # vf-view's own flags and help (`vf-eval view -h`)
         try:
             _view(given[1:])

@@ -1,8 +1,8 @@
 """``vf-hub``: the Environments Hub from the command line.
 
 The client verbs live here, in the SDK, and need nothing beyond a plain install: ``login``, ``logout``,
-``whoami``, ``search``, ``info``, ``yank``/``unyank`` and ``run visibility``/``run list`` talk to a hub over
-HTTP (``verifiers.hub.client``). The server and its admin tasks (``serve``, ``db``, ``user``, ``org``,
+``whoami``, ``search``, ``info``, ``yank``/``unyank``, ``env visibility|share|unshare|grants`` and
+``run visibility``/``run list`` talk to a hub over HTTP (``verifiers.hub.client``). The server and its admin tasks (``serve``, ``db``, ``user``, ``org``,
 ``token``, ``name``, ``gc``) belong to ``hub_server``, which the SDK never imports: after checking that the ``hub``
 extra is installed (one line saying how to install it otherwise), ``vf-hub`` hands the process over to
 ``python -m hub_server.cli`` with the same arguments, so signals and exit statuses are the server's own.
@@ -10,11 +10,13 @@ extra is installed (one line saying how to install it otherwise), ``vf-hub`` han
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Annotated, Literal
 
 import typer
 
+from verifiers._urls import redact_url
 from verifiers.cli._common import EXIT_FAILED, fail, hand_over, run_command
 from verifiers.hub import wire
 from verifiers.hub.client import DEFAULT_URL, HubClient, HubClientError
@@ -25,7 +27,8 @@ PROG = "vf-hub"
 SERVER_MODULE = "hub_server.cli"
 
 app = typer.Typer(
-    help="The verifiers Environments Hub: log in, search, inspect, yank and manage eval runs on a hub; "
+    help="The verifiers Environments Hub: log in, search, inspect, yank, share environments and manage "
+    "eval runs on a hub; "
     "serve and administer one (serve, db, user, org, token, name, gc: the [hub] extra).",
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -37,6 +40,11 @@ run_app = typer.Typer(
     help="Eval runs pushed to the hub (vf-push --results, vf-eval --push).", no_args_is_help=True
 )
 app.add_typer(run_app, name="run")
+env_app = typer.Typer(
+    help="An environment's visibility and the users it is shared with (owners and admins of its namespace).",
+    no_args_is_help=True,
+)
+app.add_typer(env_app, name="env")
 
 Url = Annotated[str | None, typer.Option("--url", help="Hub URL (default: VF_HUB_URL or `vf-hub login`).")]
 Token = Annotated[
@@ -89,7 +97,9 @@ def login(
         except HubClientError as exc:
             fail(str(exc), EXIT_FAILED)
         path = save_config(client.url, token)
-    typer.echo(f"logged in to {client.url} as {me.username} (scopes {','.join(me.scopes)}); saved to {path}")
+    typer.echo(
+        f"logged in to {redact_url(client.url)} as {me.username} (scopes {','.join(me.scopes)}); saved to {path}"
+    )
 
 
 @app.command()
@@ -116,7 +126,7 @@ def whoami(url: Url = None, token: Token = None, json_output: Json = False) -> N
         typer.echo(me.model_dump_json(indent=2))
         return
     admin = " (hub admin)" if me.is_admin else ""
-    typer.echo(f"{me.username}{admin} on {client.url}")
+    typer.echo(f"{me.username}{admin} on {redact_url(client.url)}")
     typer.echo(f"  scopes: {', '.join(me.scopes)}")
     typer.echo(f"  namespaces: {', '.join(me.namespaces)}")
 
@@ -194,8 +204,14 @@ def info(
         typer.echo(f"leaderboard ({wire.LEADERBOARD_RANKING}):")
         for e in board.entries[:10]:
             mean = "—" if e.avg_reward is None else f"{e.avg_reward:.3f}"
-            ci = f" ± {e.reward_ci95:.3f}" if e.reward_ci95 is not None else ""
-            typer.echo(f"  {e.model}  {e.version}  {mean}{ci}  ({e.rollout_count} rollouts, eval {e.run_id})")
+            ci = (
+                f", {wire.ci_text(e.reward_ci_low, e.reward_ci_high)}"
+                if e.reward_ci_low is not None and e.reward_ci_high is not None
+                else ""
+            )
+            typer.echo(
+                f"  {e.model}  {e.version}  mean {mean}{ci}  ({e.rollout_count} rollouts, eval {e.run_id})"
+            )
 
 
 def _set_yanked(
@@ -242,6 +258,93 @@ def unyank(
     _set_yanked(env, version, False, "", url, token)
 
 
+EnvArg = Annotated[str, typer.Argument(metavar="ENV", help="owner/name, or a name (unique on the hub).")]
+UserArg = Annotated[str, typer.Argument(metavar="USER", help="The user's name on the hub.")]
+
+
+@env_app.command("visibility")
+def env_visibility(
+    env: EnvArg,
+    visibility: Annotated[Literal["public", "private"], typer.Argument(help="public or private.")],
+    url: Url = None,
+    token: Token = None,
+) -> None:
+    """Make ENV public (anyone finds, reads and installs it) or private (its namespace and the users it
+    is shared with)."""
+    with _client(url, token, need_token=True) as client:
+        try:
+            owner, name = _owner_and_name(client, env)
+            detail = client.set_visibility(owner, name, visibility)
+        except HubClientError as exc:
+            fail(str(exc), EXIT_FAILED)
+    if detail.visibility == "public":
+        typer.echo(f"{detail.full_name} is now public: anyone can find, read and install it")
+    else:
+        typer.echo(
+            f"{detail.full_name} is now private: only members of {detail.owner} and the users it is shared "
+            f"with (vf-hub env share {detail.full_name} USER) can read or install it"
+        )
+
+
+@env_app.command("share")
+def env_share(env: EnvArg, user: UserArg, url: Url = None, token: Token = None) -> None:
+    """Let USER read and install ENV while it is private (a read grant; no publishing, no private runs)."""
+    with _client(url, token, need_token=True) as client:
+        try:
+            owner, name = _owner_and_name(client, env)
+            grant = client.share(owner, name, user)
+            detail = client.environment(owner, name)
+        except HubClientError as exc:
+            fail(str(exc), EXIT_FAILED)
+        index = client.token_index_url()
+    typer.echo(f"shared {grant.environment} with {grant.username}: they can now read and install it")
+    typer.echo(f"  {grant.username} installs it with a token of theirs: vf-install {grant.environment}")
+    typer.echo(f"    or: pip install --index-url {index} {detail.name}")
+    if detail.visibility == "public":
+        typer.echo(
+            f"note: {grant.environment} is public, so anyone reads it; the grant counts while it is private"
+        )
+
+
+@env_app.command("unshare")
+def env_unshare(env: EnvArg, user: UserArg, url: Url = None, token: Token = None) -> None:
+    """Revoke USER's read grant on ENV (refused from USER's next request on)."""
+    with _client(url, token, need_token=True) as client:
+        try:
+            owner, name = _owner_and_name(client, env)
+            client.unshare(owner, name, user)
+        except HubClientError as exc:
+            fail(str(exc), EXIT_FAILED)
+    typer.echo(f"{owner}/{name} is no longer shared with {user.lower()}")
+
+
+@env_app.command("grants")
+def env_grants(env: EnvArg, url: Url = None, token: Token = None, json_output: Json = False) -> None:
+    """The users ENV is shared with, who shared it and when."""
+    with _client(url, token, need_token=True) as client:
+        try:
+            owner, name = _owner_and_name(client, env)
+            grants = client.grants(owner, name)
+            detail = client.environment(owner, name)
+        except HubClientError as exc:
+            fail(str(exc), EXIT_FAILED)
+    if json_output:
+        typer.echo(json.dumps([g.model_dump(mode="json") for g in grants], indent=2))
+        return
+    if not grants:
+        typer.echo(f"{detail.full_name} is shared with no one")
+    else:
+        width = max(len("USER"), *(len(g.username) for g in grants))
+        by = max(len("SHARED BY"), *(len(g.granted_by or "-") for g in grants))
+        typer.echo(f"{'USER':<{width}}  {'SHARED BY':<{by}}  SINCE")
+        for g in grants:
+            typer.echo(f"{g.username:<{width}}  {g.granted_by or '-':<{by}}  {g.created_at:%Y-%m-%d}")
+    if detail.visibility == "public":
+        typer.echo(
+            f"note: {detail.full_name} is public, so anyone reads it; grants count while it is private"
+        )
+
+
 @run_app.command("visibility")
 def run_visibility(
     run_id: Annotated[
@@ -281,12 +384,24 @@ def run_list(
             fail(str(exc), EXIT_FAILED)
     if not page.items:
         typer.echo(f"no eval runs of {owner}/{name} you may see")
-    for r in page.items:
-        mean = "—" if r.avg_reward is None else f"{r.avg_reward:.3f}"
-        typer.echo(
-            f"{r.id:>6}  {r.visibility:<7}  {r.status:<9}  {r.model}  {r.version}  mean {mean}  "
-            f"{r.rollout_count} rollouts  {r.created_at:%Y-%m-%d}"
+        return
+    header = ("RUN", "VISIBILITY", "STATUS", "MODEL", "VERSION", "MEAN", "ROLLOUTS", "CREATED")
+    rows = [
+        (
+            str(r.id),
+            r.visibility,
+            r.status,
+            r.model,
+            r.version,
+            "—" if r.avg_reward is None else f"{r.avg_reward:.3f}",
+            str(r.rollout_count),
+            f"{r.created_at:%Y-%m-%d}",
         )
+        for r in page.items
+    ]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        typer.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
 
 
 # --- the server side: handed to hub_server ---------------------------------------------------------------

@@ -20,12 +20,17 @@ _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 app = make_app(
     "Create environments/<name_underscored>/ as a pip package: pyproject.toml (entry point, vf-eval "
     "defaults), README.md, a working single-turn load_environment with inline rows, and its tests. "
-    "Existing files are never overwritten without --force."
+    "--tools makes a tool environment (vf.ToolEnv) instead, with scripted_model.toml, the rules of a "
+    "scripted model that uses its tools (vf-eval ENV -m scripted:…/scripted_model.toml scores 1.0 "
+    "offline), and a test that runs it. Existing files are never overwritten without --force."
 )
+#: The scripted model's rules of a ``--tools`` package, next to its pyproject.toml.
+RULES_FILE = "scripted_model.toml"
 
 
-def package_files(name: str) -> tuple[str, str, dict[str, str]]:
-    """(environment id, module name, relative path → content) for the package ``name``."""
+def package_files(name: str, tools: bool = False) -> tuple[str, str, dict[str, str]]:
+    """(environment id, module name, relative path → content) for the package ``name``: a single-turn
+    environment, or with ``tools`` a tool environment and its scripted model's rules."""
     from verifiers.hub.packaging import module_name, normalize_name
 
     if not _NAME.match(name):
@@ -33,7 +38,10 @@ def package_files(name: str) -> tuple[str, str, dict[str, str]]:
     env_id = normalize_name(name)
     module = module_name(env_id)
     title = " ".join(w.capitalize() for w in env_id.split("-"))
+    description, eval_defaults = tpl.TOOLS_PROJECT if tools else tpl.SINGLE_TURN_PROJECT
     values = {
+        "__DESCRIPTION__": description,
+        "__EVAL_DEFAULTS__": eval_defaults,
         "__ENV_ID__": env_id,
         "__MODULE__": module,
         "__TITLE__": title,
@@ -45,12 +53,21 @@ def package_files(name: str) -> tuple[str, str, dict[str, str]]:
             text = text.replace(key, value)
         return text
 
-    files = {
-        "pyproject.toml": render(tpl.PYPROJECT),
-        "README.md": render(tpl.README),
-        f"{module}/__init__.py": render(tpl.MODULE),
-        f"tests/test_{module}.py": render(tpl.TEST),
-    }
+    if tools:
+        files = {
+            "pyproject.toml": render(tpl.PYPROJECT),
+            "README.md": render(tpl.TOOLS_README),
+            RULES_FILE: render(tpl.TOOLS_RULES),
+            f"{module}/__init__.py": render(tpl.TOOLS_MODULE),
+            f"tests/test_{module}.py": render(tpl.TOOLS_TEST),
+        }
+    else:
+        files = {
+            "pyproject.toml": render(tpl.PYPROJECT),
+            "README.md": render(tpl.README),
+            f"{module}/__init__.py": render(tpl.MODULE),
+            f"tests/test_{module}.py": render(tpl.TEST),
+        }
     return env_id, module, files
 
 
@@ -65,9 +82,16 @@ def init_command(
     force: Annotated[
         bool, typer.Option("--force", "-f", help="Overwrite files that exist and differ.")
     ] = False,
+    tools: Annotated[
+        bool,
+        typer.Option(
+            "--tools",
+            help="A tool environment (vf.ToolEnv) with a scripted model's rules and a test using them.",
+        ),
+    ] = False,
 ) -> None:
     out = Console()
-    env_id, module, files = package_files(name)
+    env_id, module, files = package_files(name, tools)
     root = path / module
     conflicts = [
         rel for rel, text in files.items() if (root / rel).exists() and (root / rel).read_text() != text
@@ -91,7 +115,10 @@ def init_command(
     install_arg = env_id if path.resolve() == Path("environments").resolve() else str(root)
     out.print("next:")
     out.print(f"  vf-install {install_arg}")
-    out.print(f"  vf-eval {env_id} -m local/smollm2 -n 3")
+    if tools:  # the local model calls no tools: the scripted one shows the environment working
+        out.print(f"  vf-eval {env_id} -m scripted:{root / RULES_FILE}")
+    else:
+        out.print(f"  vf-eval {env_id} -m local/smollm2 -n 3")
     out.print(f"  {test_command(root / 'tests')}")
 
 

@@ -17,7 +17,9 @@ from typing import Annotated, Literal
 import typer
 from packaging.utils import parse_wheel_filename
 
+from verifiers._urls import redact_url
 from verifiers.cli._common import EXIT_FAILED, fail, make_app, run_command
+from verifiers.hub import wire
 from verifiers.hub.client import HubClient, HubClientError
 from verifiers.hub.packaging import content_hash_of_sdist, module_name
 from verifiers.hub.results import PushTarget
@@ -102,9 +104,9 @@ def push_results(
         err=err,
     )
     if run.avg_reward is not None:
-        ci = f" ± {run.reward_ci95:.3f}" if run.reward_ci95 is not None else ""
-        typer.echo(f"  mean reward {run.avg_reward:.3f}{ci} over {run.scored_count} scored rollouts", err=err)
-    typer.echo(f"  {pushed.url}", err=err)
+        reward = wire.describe_reward(run.avg_reward, run.scored_count, run.std_reward)
+        typer.echo(f"  reward: {reward} over {run.scored_count} scored rollouts", err=err)
+    typer.echo(f"  {redact_url(pushed.url)}", err=err)
 
 
 @app.command()
@@ -205,13 +207,25 @@ def push(
                 namespace, str(name), wheel, sdist, visibility=visibility, content_hash=content_hash
             )
             env_url = client.environment_url(published.environment)
-            index = client.index_url()
+            # A version's answer does not say who may read its environment; the environment's does.
+            detail = client.environment(*published.environment.split("/"))
         except HubClientError as exc:
             fail(str(exc), EXIT_FAILED)
-    typer.echo(f"published {published.environment} {published.version}")
-    typer.echo(f"  {env_url}")
+        private = detail.visibility == "private"
+        # pip reaches a private environment only with a token: print the form it takes, never the token
+        index = client.token_index_url() if private else redact_url(client.index_url())
+    if private:
+        typer.echo(
+            f"published {published.environment} {published.version} (private: only members of "
+            f"{detail.owner} and the users it is shared with can read or install it)"
+        )
+    else:
+        typer.echo(f"published {published.environment} {published.version}")
+    typer.echo(f"  {redact_url(env_url)}")
     typer.echo(f"  install: vf-install {published.environment}@=={published.version}")
     typer.echo(f"       or: pip install --index-url {index} {name}=={published.version}")
+    if private:
+        typer.echo(f"  share it: vf-hub env share {published.environment} USER")
 
 
 def _shown(path: Path) -> str:

@@ -43,12 +43,17 @@ def smoke(
         ),
     ] = 256,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
+    show_log: Annotated[
+        bool, typer.Option("--log", help="Print the check's whole log (pip's output…) even when it passes.")
+    ] = False,
 ) -> None:
     """Exit status 0 when the check passed, 1 when it failed or was skipped (the report says why)."""
     from verifiers.envs.smoke_check import run_smoke_check
 
     if wheel.suffix != ".whl" or not wheel.is_file():
         fail(f"{wheel} is not a wheel file")
+    if not as_json:
+        typer.echo(f"smoke check of {wheel.name}: installing and rolling out once in a sandbox…")
     report = asyncio.run(
         run_smoke_check(
             wheel.name,
@@ -62,7 +67,8 @@ def smoke(
     if as_json:
         typer.echo(report.model_dump_json())
     else:
-        typer.echo(report.log)
+        if report.status != "passed" or show_log:  # the log (pip's lines) is for finding what went wrong
+            typer.echo(report.log)
         took = f"{report.duration_s:.1f} s"
         typer.echo(f"smoke check: {report.status} ({took}){': ' + report.reason if report.reason else ''}")
     if report.status != "passed":

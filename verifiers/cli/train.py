@@ -26,7 +26,10 @@ app = make_app(
 )
 
 
-@app.command("render")
+@app.command(
+    "render",
+    help="Write a prime-rl v0.5.0 run directory (configs, env-server plan, bridge packages) from a preset.",
+)
 def render_command(
     out: Annotated[Path, typer.Option("--out", "-o", help="Run directory to write.", show_default=False)],
     model: Annotated[
@@ -64,7 +67,10 @@ def render_command(
     typer.echo(f"next: vf-train validate {out}")
 
 
-@app.command("validate")
+@app.command(
+    "validate",
+    help="Check a run directory against every invariant prime-rl v0.5.0 relies on; one line per problem.",
+)
 def validate_command(
     run_dir: Annotated[Path, typer.Argument(metavar="DIR", help="A run directory written by render.")],
     no_probe: Annotated[
@@ -90,7 +96,10 @@ def validate_command(
     typer.echo(f"{run_dir}: OK for prime-rl v0.5.0")
 
 
-@app.command("launch")
+@app.command(
+    "launch",
+    help="Start the env servers and prime-rl for a validated run directory (--dry-run prints the commands).",
+)
 def launch_command(
     run_dir: Annotated[Path, typer.Argument(metavar="DIR", help="A validated run directory.")],
     dry_run: Annotated[

@@ -24,6 +24,7 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from verifiers._urls import redact_url
 from verifiers.clients._transport import (
     ROOT_PATHS,
     Route,
@@ -208,7 +209,7 @@ class OpenAISDKTransport:
             retry_after = exc.response.headers.get("retry-after")
             raise status_error(url, exc.status_code, _sdk_error_text(exc), retry_after) from None
         except openai.APIResponseValidationError as exc:  # only with strict validation switched on
-            raise InvalidResponseError(f"{url} returned a body the SDK rejects: {exc}") from None
+            raise InvalidResponseError(f"{redact_url(url)} returned a body the SDK rejects: {exc}") from None
         except json.JSONDecodeError as exc:
             # A garbled 200 (proxy page, truncated body) is retried like a 5xx, as on the aiohttp path.
             doc = exc.doc[:200].encode("utf-8", "replace")

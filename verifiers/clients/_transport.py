@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol, TypeAlias
 
+from verifiers._urls import redact_url
 from verifiers.errors import (
     AuthenticationError,
     BadRequestError,
@@ -86,12 +87,12 @@ class TransientError(Exception):
     def final(self, attempts: int) -> VerifiersError:
         if self.garbled is not None:
             return InvalidResponseError(
-                f"{self.url} returned a non-JSON body after {attempts} attempts: {self.garbled[:200]!r}"
+                f"{redact_url(self.url)} returned a non-JSON body after {attempts} attempts: {self.garbled[:200]!r}"
             )
         if self.timed_out:
-            return RequestTimeoutError(f"{self.url}: {self.reason} ({attempts} attempts)")
+            return RequestTimeoutError(f"{redact_url(self.url)}: {self.reason} ({attempts} attempts)")
         return EndpointUnavailableError(
-            f"{self.url} failed after {attempts} attempts; last error: {self.reason}"
+            f"{redact_url(self.url)} failed after {attempts} attempts; last error: {redact_url(self.reason)}"
         )
 
 
@@ -148,10 +149,12 @@ def status_error(url: str, status: int, message: str, retry_after: str | None = 
         )
     if status in (401, 403):
         return AuthenticationError(
-            f"{url} refused the credentials (HTTP {status}): check the API key variable. {message}"
+            f"{redact_url(url)} refused the credentials (HTTP {status}): check the API key variable. {message}"
         )
     if status == 400 and any(h in message.lower() for h in _CONTEXT_HINTS):
         return OverlongPromptError(f"prompt too long for the model (HTTP 400): {message}")
     if status == 404:
-        return BadRequestError(f"{url} answered 404: check the base URL and model name. {message}")
-    return BadRequestError(f"{url} rejected the request (HTTP {status}): {message}")
+        return BadRequestError(
+            f"{redact_url(url)} answered 404: check the base URL and model name. {message}"
+        )
+    return BadRequestError(f"{redact_url(url)} rejected the request (HTTP {status}): {message}")

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, Unpack, get_args
 
+from verifiers._urls import redact_url
 from verifiers.clients._decode import decode_chat, decode_completion, decode_responses
 from verifiers.clients._responses import responses_payload
 from verifiers.clients._tokens import Continuation, continuation_prompt_ids
@@ -311,7 +312,9 @@ class Client:
         return lambda: self._throttle_listeners.remove(fn) if fn in self._throttle_listeners else None
 
     def __repr__(self) -> str:
-        return f"Client({self.base_urls!r}, backend={self.backend!r}, api={self.api!r})"
+        return (
+            f"Client({[redact_url(u) for u in self.base_urls]!r}, backend={self.backend!r}, api={self.api!r})"
+        )
 
     @property
     def base_urls(self) -> list[str]:

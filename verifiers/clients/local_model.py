@@ -10,29 +10,22 @@
 ``slots=N`` starts N server processes (llama-cpp-python's server answers one request at a time), so N
 requests are answered at once.
 
-The server runs in its own process group (Ctrl-C reaches us, not it) and, on Linux, is told to exit when
-the process that started it dies, so a killed eval never leaves an orphan server holding the port.
+Each server is a child process of ``verifiers.clients._server_process`` (its own process group, gone with
+its parent), like the scripted model's.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib.metadata as md
 import importlib.util
 import os
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from verifiers._extras import install_command
+from verifiers.clients._server_process import ModelServerError, ServerProcess, free_port, start_all
 
 LOCAL_PREFIX = "local/"
 LOCAL_PATH_PREFIX = "local:"
@@ -54,7 +47,7 @@ _SERVER_MODULES = (
 CALLS_TOOLS = False
 
 
-class LocalModelError(RuntimeError):
+class LocalModelError(ModelServerError):
     """The local model cannot be served: a package or file is missing, or the server failed to start."""
 
 
@@ -126,96 +119,6 @@ def check_server_installed() -> None:
         )
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """A ``preexec_fn`` asking Linux to SIGTERM the child when its parent dies (``PR_SET_PDEATHSIG``)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved in the parent: the child only calls it
-    except (OSError, AttributeError):
-        return None
-
-    def preexec() -> None:
-        prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
-
-    return preexec
-
-
-class _ServerProcess:
-    """One ``python -m llama_cpp.server`` process on a loopback port, with its log file."""
-
-    def __init__(self, command: Callable[[int], list[str]], host: str, port: int | None) -> None:
-        self._command = command
-        self.host = host
-        self.port = port
-        self.log_path: Path | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    def launch(self, port: int) -> None:
-        fd, log = tempfile.mkstemp(prefix="vf-local-model-", suffix=".log")
-        self.log_path = Path(log)
-        with os.fdopen(fd, "wb") as log_file:
-            self._proc = subprocess.Popen(
-                self._command(port),
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_die_with_parent(),
-            )
-        self.port = port
-
-    def _log_tail(self, lines: int = 8) -> str:
-        if self.log_path is None or not self.log_path.exists():
-            return ""
-        text = self.log_path.read_text(errors="replace").strip().splitlines()
-        return "\n".join(text[-lines:])
-
-    def ready(self) -> bool:
-        """Whether ``GET /v1/models`` answers; raises ``LocalModelError`` if the process has exited."""
-        assert self._proc is not None
-        code = self._proc.poll()
-        if code is not None:
-            last = self._log_tail(1) or "(no output)"
-            raise LocalModelError(
-                f"the local model server exited with status {code} while starting: {last} "
-                f"(full log: {self.log_path})"
-            )
-        try:
-            with urllib.request.urlopen(f"http://{self.host}:{self.port}/v1/models", timeout=2) as resp:
-                return bool(resp.status == 200)
-        except (urllib.error.URLError, OSError):
-            return False
-
-    def stop(self, *, keep_log: bool = False, grace: float = 10.0) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)  # its own process group: the server and any helper
-            try:
-                proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        if not keep_log and self.log_path is not None:
-            with contextlib.suppress(OSError):
-                self.log_path.unlink()
-            self.log_path = None
-
-
 def cpu_cores() -> int:
     """Cores this process may run on (its affinity mask, which containers narrow), at least 1."""
     try:
@@ -279,7 +182,10 @@ class LocalModelServer:
         self.python = python
         self.extra_args = list(extra_args)
         self._fixed_port = port
-        self._servers = [_ServerProcess(self.command, host, port) for _ in range(slots)]
+        self._servers = [
+            ServerProcess(self.command, host, port, label="the local model server", error=LocalModelError)
+            for _ in range(slots)
+        ]
 
     @property
     def model_name(self) -> str:
@@ -336,41 +242,8 @@ class LocalModelServer:
         if self.running:
             return self
         check_server_installed()
-        try:
-            # All slots load at once; a free port can be taken between probing and binding: pick another.
-            pending = {i: 3 for i in range(self.slots)}
-            fixed = self._fixed_port
-            for i in pending:
-                self._servers[i].launch(fixed or free_port(self.host))
-            deadline = time.monotonic() + self.startup_timeout
-            while pending:
-                if time.monotonic() >= deadline:
-                    raise LocalModelError(
-                        f"the local model server did not answer within {self.startup_timeout:g}s; "
-                        f"log: {self._servers[next(iter(pending))].log_path}"
-                    )
-                for i in list(pending):
-                    server = self._servers[i]
-                    try:
-                        if server.ready():
-                            del pending[i]
-                    except LocalModelError as exc:
-                        pending[i] -= 1
-                        if fixed is None and pending[i] > 0 and "address already in use" in str(exc).lower():
-                            server.stop()
-                            server.launch(free_port(self.host))
-                            continue
-                        raise
-                time.sleep(0.1)
-        except BaseException as exc:
-            # A start that failed names the log: it now belongs to the user, and a later stop() keeps it.
-            named = str(exc) if isinstance(exc, LocalModelError) else ""
-            for server in self._servers:
-                keep = server.log_path is not None and str(server.log_path) in named
-                server.stop(keep_log=keep)
-                if keep:
-                    server.log_path = None
-            raise
+        # All slots load at once (see start_all: a failed start keeps the log its error names).
+        start_all(self._servers, timeout=self.startup_timeout, fixed_port=self._fixed_port)
         return self
 
     def stop(self, *, keep_log: bool = False, grace: float = 10.0) -> None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from verifiers._urls import redact_url
 from verifiers.clients.client import Endpoint
 
 #: Where ``vf-eval`` looks for a registry when ``-e`` is not given.
@@ -57,7 +58,7 @@ class RegistryEntry:
             key = env.get(self.key_var)
             if key is None:
                 raise RegistryError(
-                    f"endpoint {self.alias!r} ({self.url}) needs the API key variable {self.key_var}, "
+                    f"endpoint {self.alias!r} ({redact_url(self.url)}) needs the API key variable {self.key_var}, "
                     "which is not set"
                 )
         return Endpoint(self.url, key, self.model)

@@ -1,8 +1,10 @@
-"""Where a run's requests go: a model name resolved to endpoints (a registry alias, a base URL, or the
-embedded local model), checked before anything expensive starts.
+"""Where a run's requests go: a model name resolved to endpoints (a registry alias, a base URL, the
+embedded local model or the scripted model), checked before anything expensive starts.
 
 Resolution order: ``local/NAME`` or ``local:PATH`` is the embedded llama.cpp model (started for the run,
-or, with a base URL, the one already served there: a ``LocalModelServer`` of the caller's); else an alias of the
+or, with a base URL, the one already served there: a ``LocalModelServer`` of the caller's);
+``scripted:RULES_FILE`` is the scripted model (its rules file read and checked now; started for the run, or
+already served at the base URL: ``vf-model-stub RULES_FILE``); else an alias of the
 endpoint registry (``registry_path``, or ``./configs/endpoints.toml`` when it exists) unless a base URL is
 given; else ``base_url`` (default: OpenAI's) with the key from ``api_key_var`` (default
 ``OPENAI_API_KEY``, which may be unset for servers without auth).
@@ -14,6 +16,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from verifiers._urls import redact_url
 from verifiers.clients.client import Endpoint
 from verifiers.clients.local_model import (
     BUILTIN_MODELS,
@@ -25,6 +28,8 @@ from verifiers.clients.local_model import (
     resolve_model_file,
 )
 from verifiers.clients.registry import DEFAULT_REGISTRY_PATH, EndpointRegistry, RegistryError
+from verifiers.clients.scripted.rules import RulesError, load_script
+from verifiers.clients.scripted.server import ScriptedModelError, is_scripted_model, rules_path
 
 DEFAULT_MODEL = "gpt-4.1-mini"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -52,17 +57,27 @@ class Target:
     context_tokens: int | None = None
     #: Whether the model returns tool calls: ``False`` for the local model, ``None`` when not known.
     calls_tools: bool | None = None
+    #: The scripted model's rules file (``scripted:RULES_FILE``): without endpoints its server is started
+    #: for the run.
+    rules_file: Path | None = None
+
+    @property
+    def starts_server(self) -> bool:
+        """Whether the run starts this target's model server itself (the local or the scripted model)."""
+        return (self.local or self.rules_file is not None) and not self.endpoints
 
     def hint(self) -> str:
         """What to check when requests fail (named in error messages)."""
         if self.local:
             return f"the local model server ({self.model})"
+        if self.rules_file is not None:
+            return f"the scripted model's rules ({self.rules_file})"
         key = (
             f"the API key variable {self.key_var} ({'set' if self.key_set else 'not set'})"
             if self.key_var
             else "the API key"
         )
-        urls = ", ".join(e.base_url for e in self.endpoints)
+        urls = ", ".join(redact_url(e.base_url) for e in self.endpoints)
         return f"the URL ({urls}), {key} and the model name ({self.model})"
 
 
@@ -92,6 +107,16 @@ def _local_target(model: str, base_url: str | None) -> Target:
     return Target(model=model, local=True, context_tokens=context, calls_tools=CALLS_TOOLS)
 
 
+def _scripted_target(model: str, base_url: str | None) -> Target:
+    try:  # a rules file that cannot be used fails here, in one line, before anything loads
+        path = rules_path(model)
+        script = load_script(path)
+    except (RulesError, ScriptedModelError) as exc:
+        raise TargetError(str(exc)) from None
+    endpoints = [Endpoint(base_url)] if base_url is not None else []
+    return Target(model=model, endpoints=endpoints, calls_tools=script.calls_tools, rules_file=path)
+
+
 def _load_registry(registry_path: Path | None) -> EndpointRegistry | None:
     try:
         if registry_path is not None:
@@ -113,6 +138,8 @@ def resolve_target(
     """Resolve ``model`` (see the module docstring); raises ``TargetError`` saying what to fix."""
     if is_local_model(model):
         return _local_target(model, base_url)
+    if is_scripted_model(model):
+        return _scripted_target(model, base_url)
     registry = _load_registry(registry_path)
     if registry is not None and model in registry and base_url is None:
         try:

@@ -4,16 +4,26 @@ Shipped into the sandbox as a file and run by the throwaway venv's interpreter, 
 
 - the **supervisor** (``runner.py ENV_ID``) reads the check's one-time key from stdin, makes itself
   non-dumpable (so no other process of the sandbox can read its memory or open its file descriptors),
-  serves a tiny OpenAI-compatible model on the sandbox's own loopback (one fixed reply; it counts the
-  requests), and starts the worker;
+  serves a tiny OpenAI-compatible model on the sandbox's own loopback and starts the worker. Every reply
+  of that model carries a fresh random tag (``[smoke reply <hex>]``) that only the supervisor knows until
+  it sends it;
 - the **worker** (``runner.py --worker ENV_ID BASE_URL FD``) imports the SDK, loads the environment
-  with its defaults, runs one rollout against that model and writes its outcome, one JSON object, to the
-  pipe ``FD``. Its stdout and stderr go to the supervisor, never to the check's output directly.
+  with its defaults, runs one rollout against that model and writes what it saw, one JSON object, to the
+  pipe ``FD``: the stage it reached, the error, the reward and the reply tags found in the rollout's
+  completion. Its stdout and stderr go to the supervisor, never to the check's output directly.
+
+The verdict is the supervisor's alone. The worker runs the environment's code, so everything it writes is a
+claim, never a verdict (an ``"ok"`` in it is ignored): the supervisor passes the check only when the worker
+exited 0, claims no error, a finite reward and a completion holding at least one reply tag, and every tag it
+claims is one the supervisor's model really sent. An environment that writes a passing outcome itself and
+makes a request of its own therefore still fails unless it hands back the replies of a rollout the model
+answered: the check's question (does the environment load and roll out?) is then answered by what the
+supervisor observed.
 
 Only the supervisor writes the report, the check's last line: ``VF-SMOKE-REPORT <key> {json}`` with
-``{"ok", "stage", "error", "reward", "model_requests"}``. The environment's code runs in the worker only,
-which never sees the key, so nothing it prints, writes or exits with can forge a pass: no key, no report,
-and ``smoke_check`` counts a missing report as a failure. The worker must also have reached the model.
+``{"ok", "stage", "error", "reward", "model_requests"}``. The worker never sees the key, so nothing the
+environment prints, writes or exits with can forge that line: no key, no report, and ``smoke_check`` counts
+a missing report as a failure.
 
 Never imported: ``smoke_check`` reads this file's bytes and uploads it into the sandbox as ``runner.py``.
 """
@@ -21,7 +31,10 @@ Never imported: ``smoke_check`` reads this file's bytes and uploads it into the 
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
+import secrets
 import subprocess
 import sys
 import threading
@@ -33,6 +46,7 @@ from typing import Any
 FIXED_REPLY = "This is the hub's smoke-check model. The answer is 42."
 MODEL = "vf-smoke-check"
 REPORT_MARK = "VF-SMOKE-REPORT"
+REPLY_TAG = re.compile(r"\[smoke reply ([0-9a-f]{32})\]")
 OUTPUT_KEPT = 48 * 1024  # bytes of the worker's output the supervisor passes on (the tail)
 _PR_SET_DUMPABLE = 4
 
@@ -57,6 +71,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.server.requests += 1  # type: ignore[attr-defined]
+        tag = secrets.token_hex(16)
+        self.server.tags.add(tag)  # type: ignore[attr-defined]
+        reply = f"{FIXED_REPLY} [smoke reply {tag}]"
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         try:
             request = json.loads(raw or b"{}")
@@ -65,16 +82,16 @@ class _Handler(BaseHTTPRequestHandler):
         created = int(time.time())
         usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
         if self.path.rstrip("/").endswith("/completions") and "messages" not in request:
-            choice: dict[str, Any] = {"index": 0, "text": FIXED_REPLY, "finish_reason": "stop"}
+            choice: dict[str, Any] = {"index": 0, "text": reply, "finish_reason": "stop"}
             kind = "text_completion"
         else:
-            message = {"role": "assistant", "content": FIXED_REPLY}
+            message = {"role": "assistant", "content": reply}
             choice = {"index": 0, "message": message, "finish_reason": "stop"}
             kind = "chat.completion"
         if request.get("stream"):
             delta = {
                 "index": 0,
-                "delta": {"role": "assistant", "content": FIXED_REPLY},
+                "delta": {"role": "assistant", "content": reply},
                 "finish_reason": None,
             }
             end = {"index": 0, "delta": {}, "finish_reason": "stop"}
@@ -93,13 +110,14 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def worker(env_id: str, base_url: str, fd: int) -> int:
-    """Load the environment and run one rollout; the outcome goes to the pipe ``fd``, nowhere else."""
+    """Load the environment and run one rollout; what happened goes to the pipe ``fd``, nowhere else.
+    It is a claim the supervisor checks against what its model sent (``judge``), not a verdict."""
     channel = os.fdopen(fd, "w")
 
-    def outcome(ok: bool, stage: str, **extra: Any) -> int:
-        channel.write(json.dumps({"ok": ok, "stage": stage, **extra}, default=str))
+    def outcome(stage: str, **extra: Any) -> int:
+        channel.write(json.dumps({"stage": stage, **extra}, default=str))
         channel.close()
-        return 0 if ok else 1
+        return 0
 
     stage = "import verifiers"
     try:
@@ -110,15 +128,39 @@ def worker(env_id: str, base_url: str, fd: int) -> int:
         stage = "select a row"
         rows = env.select_rows(1)
         if not rows:
-            return outcome(False, stage, error="the environment's eval split has no rows")
+            return outcome(stage, error="the environment's eval split has no rows")
         stage = "rollout"
         states = env.generate(rows, base_url, MODEL, rollouts_per_example=1, max_concurrent=1)
     except BaseException as exc:  # the check reports every failure, whatever it is
         traceback.print_exc()
-        return outcome(False, stage, error=f"{type(exc).__name__}: {exc}")
+        return outcome(stage, error=f"{type(exc).__name__}: {exc}")
     state = states[0]
-    error = state.get("error")
-    return outcome(error is None, "done", reward=state.get("reward"), error=error)
+    replies = REPLY_TAG.findall(json.dumps(state.get("completion"), default=str))
+    return outcome("done", reward=state.get("reward"), error=state.get("error"), replies=replies)
+
+
+def judge(claim: object, status: int, requests: int, sent: set[str]) -> dict[str, Any]:
+    """The verdict, from what the supervisor observed: the worker's exit ``status``, the ``requests`` its
+    model answered and the reply tags it ``sent``; the worker's ``claim`` is checked against them."""
+    if not isinstance(claim, dict):
+        return {"ok": False, "stage": "run", "error": f"the environment's process exited with status "
+                f"{status} without reporting an outcome"}  # fmt: skip
+    stage, error = str(claim.get("stage") or "run"), claim.get("error")
+    reward, replies = claim.get("reward"), claim.get("replies")
+    if error is not None or stage != "done":
+        return {"ok": False, "stage": stage, "error": str(error or "the rollout did not finish")}
+    failed = {"ok": False, "stage": "rollout", "reward": reward}
+    if status != 0:
+        return {**failed, "error": f"the environment's process exited with status {status}"}
+    if requests == 0:
+        return {**failed, "error": "the rollout never called the model"}
+    if not isinstance(reward, int | float) or isinstance(reward, bool) or not math.isfinite(reward):
+        return {**failed, "error": f"the rollout has no finite reward (got {reward!r})"}
+    if not isinstance(replies, list) or not replies:
+        return {**failed, "error": "the rollout's completion holds none of the model's replies"}
+    if not set(map(str, replies)) <= sent:
+        return {**failed, "error": "the rollout's completion holds replies the model never sent"}
+    return {"ok": True, "stage": "done", "reward": reward, "error": None}
 
 
 def _undumpable() -> None:
@@ -143,6 +185,7 @@ def supervise(env_id: str) -> int:
     _undumpable()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     server.requests = 0  # type: ignore[attr-defined]
+    server.tags = set()  # type: ignore[attr-defined]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     read_end, write_end = os.pipe()
@@ -164,19 +207,11 @@ def supervise(env_id: str) -> int:
     server.shutdown()
     sys.stdout.write(output.decode(errors="replace"))
     try:
-        result = json.loads(raw) if raw else None
+        claim = json.loads(raw) if raw else None
     except ValueError:
-        result = None
+        claim = None
     requests = server.requests  # type: ignore[attr-defined]
-    if not isinstance(result, dict):
-        report = {"ok": False, "stage": "run", "error": f"the environment's process exited with status "
-                  f"{status} without reporting an outcome"}  # fmt: skip
-    elif result.get("ok") and status != 0:
-        report = {**result, "ok": False, "error": f"the environment's process exited with status {status}"}
-    elif result.get("ok") and requests == 0:
-        report = {**result, "ok": False, "error": "the rollout never called the model"}
-    else:
-        report = result
+    report = judge(claim, status, requests, server.tags)  # type: ignore[attr-defined]
     report["model_requests"] = requests
     sys.stdout.write(f"\n{REPORT_MARK} {key} {json.dumps(report, default=str)}\n")
     sys.stdout.flush()

@@ -331,8 +331,9 @@ class Environment(ABC):
         ./outputs/evals/; ``save_results=False`` keeps them in memory only); ``resume=True`` completes
         a previous run.
 
-        ``client`` is a base URL or omitted (the config's target: ``model`` may then be a registry alias
-        or ``local/smollm2``; the client is made, checked and closed here), or a ready client — a
+        ``client`` is a base URL or omitted (the config's target: ``model`` may then be a registry alias,
+        ``local/smollm2`` or ``scripted:RULES.toml``, whose server is started for the run; the client is
+        made, checked and closed here), or a ready client — a
         ``Client`` or an ``openai.AsyncOpenAI`` (taken over by the fast transport unless it needs the
         SDK; see ``verifiers.clients.as_client``) — which stays yours to close. ``config`` is a
         resolved ``EvalConfig``; pass it instead of ``model`` and the settings."""

@@ -64,7 +64,8 @@ class MultiTurnEnv(Environment):
     """Loop: model response → stop checks → ``env_response`` → stop checks → model response …
 
     Built-in stop conditions, in order: the environment asked to stop (``state.stop(reason)``), the
-    model's answer was cut off (``truncated``), the declared ``@stop`` methods, ``max_turns``.
+    model's answer was cut off (``truncated``), the declared ``@stop`` methods, ``max_turns`` (model
+    turns; ``responds_after_last_turn`` decides whether the environment still answers the last one).
 
     Every model call that returned token ids adds a step to ``state["trajectory"]``
     (``verifiers.trajectory``); with ``max_seq_len`` a prompt that no longer fits ends the rollout as
@@ -111,6 +112,11 @@ class MultiTurnEnv(Environment):
     def tools_for(self, state: State) -> list[dict[str, Any]] | None:
         """OpenAI tool schemas offered to the model on this rollout (none by default)."""
         return None
+
+    def responds_after_last_turn(self, state: State) -> bool:
+        """Whether ``env_response`` still runs after the model's last turn within ``max_turns`` (no:
+        a reply nobody reads; ``ToolEnv``: yes when that turn called tools, so that they run)."""
+        return False
 
     # --- loop --------------------------------------------------------------------------------------
     async def _should_stop(self, state: State) -> bool:
@@ -220,6 +226,10 @@ class MultiTurnEnv(Environment):
                     state["is_truncated"] = True
             self._append(state, [resp.message] if self.message_type == "chat" else resp.text)
             if await self._should_stop(state):
+                if state["stop_condition"] == "max_turns" and self.responds_after_last_turn(state):
+                    # The budget counts model turns: what the last one asked for still happens (its tool
+                    # calls run, a final answer given through a tool counts); no model call follows it.
+                    self._append(state, await self.env_response(state["completion"], state))
                 break
             self._append(state, await self.env_response(state["completion"], state))
 

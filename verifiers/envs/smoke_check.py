@@ -15,9 +15,10 @@ Inside a fresh sandbox (``verifiers.sandbox``: gVisor, else bubblewrap; no netwo
    sandbox a chunk at a time; pip (the wheel bundled with the interpreter's ``ensurepip``) installs the
    wheel with ``--no-index --find-links`` of those files: nothing is downloaded inside;
 4. ``_smoke_runner.py`` runs as a supervisor that serves a scripted OpenAI-compatible model on the
-   sandbox's loopback (one fixed reply) and a worker process that loads the environment with its defaults
-   and runs one rollout; only the supervisor writes the report, marked with a one-time key it reads from
-   stdin, so the environment cannot forge a pass (no report is a failure).
+   sandbox's loopback (one fixed reply with a fresh tag) and a worker process that loads the environment
+   with its defaults and runs one rollout; the supervisor judges the worker's claim against what it
+   observed and alone writes the report, marked with a one-time key it reads from stdin, so the
+   environment cannot forge a pass (no report is a failure).
 
 The outcome is ``passed``, ``failed`` (with the log of every step) or ``skipped`` (no sandbox backend).
 """
@@ -47,6 +48,7 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
+from verifiers._urls import redact_url
 from verifiers.hub.packaging import requirement_closure
 from verifiers.hub.wire import SmokeOutcome, SmokeReport
 from verifiers.sandbox import SandboxError, SandboxLimits, get_backend
@@ -188,7 +190,7 @@ async def _download(
     if why is None and _bytes_under(dest) - before > budget:
         why = f"the requirements beyond the SDK are larger than {budget // MiB} MB (the check's cap)"
     if why is None and proc.returncode != 0:
-        why = f"cannot get {', '.join(requirements)} from {index_url}"
+        why = f"cannot get {', '.join(requirements)} from {redact_url(index_url)}"
     shutil.rmtree(scratch, ignore_errors=True)
     return why, log + (f"\n[{why}]" if why else "")
 

@@ -86,7 +86,8 @@ def _bump(state: State, key: str) -> None:
 class ToolEnv(MultiTurnEnv):
     """A multi-turn environment whose environment turns are the results of the model's tool calls.
 
-    Stops when the model answers without calling a tool (``no_tool_calls``) or at ``max_turns``.
+    Stops when the model answers without calling a tool (``no_tool_calls``) or at ``max_turns`` model
+    turns; the tool calls of the last allowed turn still run (their results end the completion).
 
     Args:
         tools: Plain functions (sync or async); schemas come from their type hints and docstrings.
@@ -154,6 +155,11 @@ class ToolEnv(MultiTurnEnv):
             return False
         last = completion[-1]
         return last.get("role") == "assistant" and not last.get("tool_calls")
+
+    def responds_after_last_turn(self, state: State) -> bool:
+        # Tool calls made on the last allowed turn run: a finish(answer) there is an answer, not lost.
+        completion = state["completion"]
+        return bool(completion) and bool(completion[-1].get("tool_calls"))
 
     async def env_response(self, messages: Messages | str, state: State) -> Messages:
         assert not isinstance(messages, str)

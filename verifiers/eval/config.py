@@ -17,6 +17,7 @@ package's ``max_tokens``), and ``config.sources`` records where every value came
 
 from __future__ import annotations
 
+import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -50,10 +51,54 @@ RESUME_NEEDS_SAVING = "resume needs saved results; drop save_results=False"
 #: The run settings that live on the environment object: ``launch`` sets them on it from the config,
 #: and a distributed run copies them onto each actor's own copy.
 ENV_SETTINGS = ("timeout", "max_seq_len", "interleaved_thinking")
+#: ``ray="local"``: a Ray instance started for the run (``verifiers.eval.distributed`` starts it).
+RAY_LOCAL = "local"
 
 
 class ConfigError(ValueError):
     """Settings that cannot make a run; the message names the setting and what to change."""
+
+
+#: The most rollouts (examples × rollouts per example) one run plans unless told otherwise: a run keeps
+#: every result in memory and the plan of every group, so 10**8 rollouts would take gigabytes before the
+#: first request. The env server bounds a request the same way (``verifiers.serve.wire``: 1,024 rollouts
+#: per example, 32,768 per request); the hub bounds an uploaded run's sizes too.
+DEFAULT_MAX_ROLLOUTS = 100_000
+#: The environment variable that raises (or lowers) the bound; ``max_rollouts`` / ``--max-rollouts`` win.
+MAX_ROLLOUTS_VAR = "VF_MAX_ROLLOUTS"
+
+
+def default_max_rollouts() -> int:
+    """``$VF_MAX_ROLLOUTS`` if set (a positive integer), else ``DEFAULT_MAX_ROLLOUTS``."""
+    raw = os.environ.get(MAX_ROLLOUTS_VAR, "").strip()
+    if not raw:
+        return DEFAULT_MAX_ROLLOUTS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(
+            f"{MAX_ROLLOUTS_VAR}={raw!r} must be a positive integer (the most rollouts one run plans)"
+        )
+    return value
+
+
+def check_run_size(num_examples: int, rollouts_per_example: int, max_rollouts: int) -> None:
+    """Refuse a run planning more than ``max_rollouts`` rollouts (``num_examples`` -1: not known yet,
+    then only ``rollouts_per_example`` is checked), before any work or allocation."""
+    planned = rollouts_per_example * max(num_examples, 1)
+    if planned > max_rollouts:
+        size = (
+            f"{num_examples} examples × {rollouts_per_example} rollouts = {planned}"
+            if num_examples > 0
+            else f"rollouts_per_example = {rollouts_per_example}"
+        )
+        raise ConfigError(
+            f"{size} is more than the {max_rollouts} rollouts one run may plan; if you mean it, raise the "
+            f"bound (vf-eval --max-rollouts N, max_rollouts=N in evaluate() or a suite's [[eval]] table, or "
+            f"{MAX_ROLLOUTS_VAR}=N), or split the run"
+        )
 
 
 class RunSettings(TypedDict, total=False):
@@ -67,6 +112,7 @@ class RunSettings(TypedDict, total=False):
     api: ApiKind
     num_examples: int
     rollouts_per_example: int
+    max_rollouts: int
     max_concurrent: int | str | tuple[int, int]
     ray: str | bool | None
     sampling_args: SamplingArgs
@@ -111,6 +157,9 @@ class EvalConfig(BaseModel):
     #: Examples of the eval split; -1 means all.
     num_examples: int = Field(-1, ge=-1)
     rollouts_per_example: int = Field(1, ge=1)
+    #: The most rollouts (examples × rollouts per example) the run may plan (``DEFAULT_MAX_ROLLOUTS``, or
+    #: ``$VF_MAX_ROLLOUTS``); checked here and again once the rows are known.
+    max_rollouts: int = Field(DEFAULT_MAX_ROLLOUTS, ge=1)
     #: Rollouts in flight: a fixed cap, ``"auto"`` or a ``(floor, ceiling)`` pair (adaptive, AIMD:
     #: ``verifiers.eval.concurrency``).
     max_concurrent: int | Literal["auto"] | tuple[int, int] = 32
@@ -162,10 +211,8 @@ class EvalConfig(BaseModel):
     @field_validator("ray", mode="before")
     @classmethod
     def _ray(cls, value: Any) -> Any:
-        from verifiers.eval.distributed import LOCAL
-
         if value is True:
-            return LOCAL
+            return RAY_LOCAL
         return None if value is False or value == "" else value
 
     @field_validator("resume", mode="before")
@@ -202,8 +249,10 @@ class EvalConfig(BaseModel):
             if saved is not None
             else (PACKAGE_SOURCE, {k: package[k] for k in PACKAGE_KEYS if package.get(k) is not None})
         )
-        values: dict[str, Any] = {}
+        values: dict[str, Any] = {"max_rollouts": default_max_rollouts()}
         sources: dict[str, Source] = {name: DEFAULT_SOURCE for name in SETTING_NAMES}
+        if os.environ.get(MAX_ROLLOUTS_VAR, "").strip():
+            sources["max_rollouts"] = MAX_ROLLOUTS_VAR
         sampling_layers: list[Mapping[str, Any]] = []
         for source, layer in [fallback, *layers]:  # lowest precedence first: later layers overwrite
             for key, value in given(layer).items():
@@ -253,6 +302,11 @@ class EvalConfig(BaseModel):
         return config._checked()
 
     def _checked(self) -> EvalConfig:
+        if self.num_examples == 0:  # a run of nothing would "complete" with an empty run directory
+            raise ConfigError(
+                "num_examples=0 evaluates nothing: give how many examples to run, or -1 for all"
+            )
+        check_run_size(self.num_examples, self.rollouts_per_example, self.max_rollouts)
         if self.output_dir is not None and not self.save_results:
             raise ConfigError("output_dir and save_results=False contradict each other")
         if self.resume is not False and not self.save_results:
@@ -289,8 +343,15 @@ def _validation_message(exc: ValidationError, sources: Mapping[str, Source]) -> 
 SUITE_SOURCE: Source = "config file"
 
 
+#: Keys of an ``[[eval]]`` table that describe the entry rather than set the run (``SuiteEntry``).
+SUITE_ENTRY_KEYS = frozenset({"benchmark", "reference", "sources"})
+
+
 class SuiteEntry(BaseModel):
-    """One ``[[eval]]`` table of a suite file: an environment id and its settings."""
+    """One ``[[eval]]`` table of a suite file: an environment id and its settings, and optionally how a
+    report names it (``benchmark``), the value a model card reports for it (``reference``, in percent)
+    and where each setting's value comes from (``sources``: setting name → text, ``sampling_args.<key>``
+    for a sampling argument)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -298,6 +359,55 @@ class SuiteEntry(BaseModel):
     settings: dict[str, Any]
     #: Where it was read from, for messages (``suite.toml [[eval]] #2``).
     origin: str
+    benchmark: str | None = None
+    reference: float | None = None
+    sources: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """What a report calls it: ``benchmark``, else the environment id."""
+        return self.benchmark or self.env_id
+
+
+def _setting_paths(settings: Mapping[str, Any]) -> set[str]:
+    """The names ``sources`` may explain: each setting, and ``sampling_args.<key>`` / ``env_args.<key>``."""
+    paths = set(settings)
+    for table in ("sampling_args", "env_args"):
+        if isinstance(settings.get(table), Mapping):
+            paths |= {f"{table}.{k}" for k in settings[table]}
+    return paths
+
+
+def _entry_fields(origin: str, table: dict[str, Any]) -> dict[str, Any]:
+    """``benchmark``, ``reference`` and ``sources`` of an ``[[eval]]`` table, checked (popped from it)."""
+    fields: dict[str, Any] = {}
+    benchmark = table.pop("benchmark", None)
+    if benchmark is not None:
+        if not isinstance(benchmark, str) or not benchmark.strip():
+            raise ConfigError(f'{origin}: benchmark must be a name, e.g. benchmark = "AIME 2025"')
+        fields["benchmark"] = benchmark.strip()
+    reference = table.pop("reference", None)
+    if reference is not None:
+        if isinstance(reference, bool) or not isinstance(reference, int | float) or not 0 <= reference <= 100:
+            raise ConfigError(
+                f"{origin}: reference must be the model card's value in percent (0-100), not {reference!r}"
+            )
+        fields["reference"] = float(reference)
+    sources = table.pop("sources", None)
+    if sources is not None:
+        if not isinstance(sources, dict) or not all(
+            isinstance(v, str) and v.strip() for v in sources.values()
+        ):
+            raise ConfigError(f'{origin}: sources must be a table of setting = "where the value comes from"')
+        known = _setting_paths(table) | ({"reference"} if reference is not None else set())
+        stray = sorted(set(sources) - known)
+        if stray:
+            raise ConfigError(
+                f"{origin}: sources names {', '.join(stray)}, which this entry does not set "
+                f"(it sets: {', '.join(sorted(known))})"
+            )
+        fields["sources"] = {k: " ".join(v.split()) for k, v in sources.items()}
+    return fields
 
 
 def load_suite(path: str | Path) -> list[SuiteEntry]:
@@ -328,12 +438,14 @@ def load_suite(path: str | Path) -> list[SuiteEntry]:
         env_id = settings.pop("env_id", None) or settings.pop("env", None)
         if not isinstance(env_id, str) or not env_id:
             raise ConfigError(f'{origin} needs env_id = "…" (the environment to evaluate)')
-        unknown = sorted(set(settings) - SETTING_NAMES)
+        unknown = sorted(set(settings) - SETTING_NAMES - SUITE_ENTRY_KEYS)
         if unknown:
             raise ConfigError(
-                f"{origin}: unknown setting(s) {', '.join(unknown)}; known: env_id, {', '.join(sorted(SETTING_NAMES))}"
+                f"{origin}: unknown setting(s) {', '.join(unknown)}; known: env_id, "
+                f"{', '.join(sorted(SETTING_NAMES | SUITE_ENTRY_KEYS))}"
             )
-        entries.append(SuiteEntry(env_id=env_id, settings=settings, origin=origin))
+        fields = _entry_fields(origin, settings)
+        entries.append(SuiteEntry(env_id=env_id, settings=settings, origin=origin, **fields))
     return entries
 
 
@@ -408,6 +520,7 @@ __all__ = [
     "PACKAGE_SOURCE",
     "RESUMED_SOURCE",
     "SETTING_NAMES",
+    "SUITE_ENTRY_KEYS",
     "SUITE_SOURCE",
     "ApiKind",
     "ClientBackend",

@@ -40,14 +40,12 @@ from verifiers.clients import Client
 from verifiers.errors import InfraError
 from verifiers.eval._gc import run_gc
 from verifiers.eval.concurrency import AdaptiveLimit, FixedLimit, Limit
-from verifiers.eval.config import ENV_SETTINGS
+from verifiers.eval.config import ENV_SETTINGS, RAY_LOCAL as LOCAL  # the address that starts Ray here
 from verifiers.eval.engine import GroupPlan, GroupRunner, RunProgress, ScoreMode
 from verifiers.types import Row, SamplingArgs, State
 
 #: The default environment loader, named (not imported) so the engine stays below the environments.
 DEFAULT_LOADER = "verifiers.envs.loading:load_environment"
-#: ``RayOptions.address`` meaning "start a Ray instance on this machine for the run".
-LOCAL = "local"
 #: The actors' own cap (the driver's is the real one).
 UNBOUNDED = 1 << 30
 #: Records of a finished group, as ``env.result_record`` made them.

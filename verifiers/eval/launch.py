@@ -1,5 +1,5 @@
-"""Running an ``EvalConfig``: its target resolved to a client (starting the embedded local model when the
-config names one), a cheap check that the endpoints answer, then ``run_eval``.
+"""Running an ``EvalConfig``: its target resolved to a client (starting the embedded local model or the
+scripted model when the config names one), a cheap check that the endpoints answer, then ``run_eval``.
 
 ``vf-eval`` and ``Environment.evaluate`` both end here, so the same config makes the same run.
 """
@@ -11,10 +11,13 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 
 from verifiers._extras import require_extra
+from verifiers._urls import redact_url
 from verifiers.clients import Client, Endpoint
+from verifiers.clients._server_process import ModelServer
 from verifiers.clients.client import DEFAULT_READ_TIMEOUT, DEFAULT_TIMEOUT, DEFAULT_TOTAL_TIMEOUT
 from verifiers.clients.local_model import LocalModelServer, cpu_cores
 from verifiers.clients.sampling import merge_sampling_args
+from verifiers.clients.scripted.server import ScriptedModelServer
 from verifiers.clients.target import Target, TargetError, resolve_target
 from verifiers.errors import AuthenticationError, InfraError, VerifiersError
 from verifiers.eval.config import ENV_SETTINGS, ConfigError, EvalConfig
@@ -104,26 +107,32 @@ async def check_endpoints(client: Client, target: Target, notify: Notify = _log_
                 served = await probe.list_models(i)
             except AuthenticationError as exc:
                 raise EndpointCheckError(
-                    f"{ep.base_url} refused the credentials: check {target.hint()} ({exc})"
+                    f"{redact_url(ep.base_url)} refused the credentials: check {target.hint()} ({exc})"
                 ) from None
             except InfraError as exc:
                 raise EndpointCheckError(
-                    f"cannot reach {ep.base_url}: {exc}. Check {target.hint()}, and that the server is running"
+                    f"cannot reach {redact_url(ep.base_url)}: {redact_url(exc)}. Check {target.hint()}, and that the server is running"
                 ) from None
             except VerifiersError:
                 continue  # no usable /models on this server: the run itself will tell
             name = ep.model or target.model
             if served and name not in served:
                 shown = ", ".join(served[:5]) + (", …" if len(served) > 5 else "")
-                notify(f"{ep.base_url} does not list the model {name!r} (it serves: {shown})")
+                notify(f"{redact_url(ep.base_url)} does not list the model {name!r} (it serves: {shown})")
     finally:
         await probe.aclose()
 
 
-def _start_local(model: str, slots: int, notify: Notify) -> LocalModelServer:
-    server = LocalModelServer(model, slots=slots)
-    answers = f"{slots} requests at a time" if slots > 1 else "one request at a time"
-    notify(f"starting the local model {model} ({server.model_file.name}, {answers}) …")
+def _start_server(target: Target, slots: int, notify: Notify) -> ModelServer:
+    """The target's model server, started: the scripted model, or the local one with ``slots``."""
+    server: ModelServer
+    if target.rules_file is not None:
+        server = ScriptedModelServer(target.rules_file, model_name=target.model)
+        notify(f"starting the scripted model ({target.rules_file}) …")
+    else:
+        local = server = LocalModelServer(target.model, slots=slots)
+        answers = f"{slots} requests at a time" if slots > 1 else "one request at a time"
+        notify(f"starting the local model {target.model} ({local.model_file.name}, {answers}) …")
     try:
         # Blocking on purpose: the server is tied to the thread that starts it (PR_SET_PDEATHSIG), and
         # nothing else runs before it answers.
@@ -131,19 +140,20 @@ def _start_local(model: str, slots: int, notify: Notify) -> LocalModelServer:
     except BaseException:  # also Ctrl-C while it was starting (a failed start has kept its log already)
         server.stop()
         raise
-    notify(f"local model server ready at {', '.join(server.base_urls)}")
+    what = "scripted model" if target.rules_file is not None else "local model server"
+    notify(f"{what} ready at {', '.join(server.base_urls)}")
     return server
 
 
 class LocalModels:
-    """Local model servers shared by several runs (a suite): each model starts at the first run that
-    needs it and serves every later one, until ``close()`` (or the end of the ``with`` block). Use it
-    from one thread: the servers are tied to the thread that starts them.
+    """Model servers shared by several runs (a suite; the local and the scripted model): each model starts
+    at the first run that needs it and serves every later one, until ``close()`` (or the end of the
+    ``with`` block). Use it from one thread: the servers are tied to the thread that starts them.
 
     ``for_configs(configs)`` sizes each model's slots for the busiest of the runs that will use it."""
 
     def __init__(self, slots: dict[str, int] | None = None) -> None:
-        self._servers: dict[str, LocalModelServer] = {}
+        self._servers: dict[str, ModelServer] = {}
         self._slots = dict(slots or {})
 
     @classmethod
@@ -158,11 +168,11 @@ class LocalModels:
                 slots[target.model] = max(slots.get(target.model, 1), local_slots(config))
         return cls(slots)
 
-    def server(self, model: str, slots: int = 1, notify: Notify = _log_notice) -> LocalModelServer:
-        server = self._servers.get(model)
+    def server(self, target: Target, slots: int = 1, notify: Notify = _log_notice) -> ModelServer:
+        server = self._servers.get(target.model)
         if server is None or not server.running:
-            wanted = max(slots, self._slots.get(model, 1))
-            server = self._servers[model] = _start_local(model, wanted, notify)
+            wanted = max(slots, self._slots.get(target.model, 1))
+            server = self._servers[target.model] = _start_server(target, wanted, notify)
         return server
 
     def close(self) -> None:
@@ -181,16 +191,17 @@ class LocalModels:
 async def config_client(
     config: EvalConfig, notify: Notify = _log_notice, *, local_models: LocalModels | None = None
 ) -> AsyncIterator[Client]:
-    """The client a config's run uses, checked, with the local model server started (and stopped after)
-    when the config names one — or taken from ``local_models``, which keeps it for later runs. Raises
-    ``ConfigError``, ``LocalModelError`` or ``EndpointCheckError``."""
+    """The client a config's run uses, checked, with the local or scripted model server started (and
+    stopped after) when the config names one — or taken from ``local_models``, which keeps it for later
+    runs. Raises ``ConfigError``, ``ModelServerError`` or ``EndpointCheckError``."""
     target = target_of(config)
     async with AsyncExitStack() as stack:
-        if target.local and not target.endpoints:  # else it is served already, at the given base URL
+        if target.starts_server:  # else it is served already, at the given base URL
+            server: ModelServer
             if local_models is not None:
-                server = local_models.server(target.model, local_slots(config), notify)
+                server = local_models.server(target, local_slots(config), notify)
             else:
-                server = _start_local(target.model, local_slots(config), notify)
+                server = _start_server(target, local_slots(config), notify)
                 stack.callback(server.stop)
             target.endpoints = [Endpoint(url) for url in server.base_urls]
         client = client_for(config, target)
@@ -268,6 +279,7 @@ async def run_config(
         max_tokens_limit=config.max_tokens_limit,
         base_url=base_url,
         ray=config.ray,
+        max_rollouts=config.max_rollouts,
     )
 
 

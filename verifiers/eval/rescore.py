@@ -124,7 +124,7 @@ async def rescore_run(
             "re-score it with the environment it was made with"
         )
     out = RunDirectory(output_dir if output_dir is not None else default_output_dir(source))
-    if save and (out.has_results() or out.metadata_path.exists()):
+    if save and (out.has_results() or out.has_metadata()):
         raise RescoreError(f"{out.path} already holds a run; choose another output directory")
     t0 = time.monotonic()
     started = utc_now()

@@ -8,6 +8,12 @@ One writer: a run holds an exclusive ``flock`` on ``.lock`` for its whole life (
 holder's pid); a second run on the same directory fails at once (``RunDirectoryBusyError``). The kernel
 drops the lock of a killed process, so a stale ``.lock`` file never blocks.
 
+No links: the directory is opened with ``O_DIRECTORY | O_NOFOLLOW`` and every file in it (the lock,
+``results.jsonl``, ``metadata.json``, temporary files, rename targets, ``env_args/``) is opened relative to
+that descriptor with ``O_NOFOLLOW``, so a link planted in (or as) a run directory is refused, never written
+through. A run only takes a directory that is new, empty or a run directory (``RUN_FILES`` only):
+anything else (a home directory with a ``.bashrc``) is refused with ``RunDirectoryError``.
+
 Values: every value JSON can hold is written exactly (integers of any size too). Values it cannot hold
 are converted by one rule, ``to_json_value`` (docs/core.md, "Results files"); a record that still cannot
 be written raises ``UnwritableRecordError`` (the run records that rollout with an ``env`` error).
@@ -17,11 +23,13 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import errno
 import fcntl
 import json
 import math
 import os
 import re
+import stat
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,6 +56,16 @@ class UnwritableRecordError(ValueError):
 
 class RunDirectoryBusyError(RuntimeError):
     """Another live run (another process, or another run in this one) holds the run directory."""
+
+
+class RunDirectoryError(FileExistsError):
+    """The output directory is not one a run may write to: a link, or a directory holding other files."""
+
+
+_NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW
+#: What a run directory holds; ``.metadata.json.<pid>.tmp`` files too (an atomic rewrite cut short).
+RUN_FILES = frozenset({RESULTS_FILE, METADATA_FILE, LOCK_FILE, env_args.ENV_ARGS_DIR})
 
 
 def _key(key: Any) -> str:
@@ -172,28 +190,153 @@ class RunDirectory:
         self.lock_path = self.path / LOCK_FILE
         self._fd: int | None = None
         self._lock_fd: int | None = None
+        self._dir_fd: int | None = None  # held from lock() to unlock()
         self._env_args_cache: tuple[int, dict[str, Any], dict[str, Any]] | None = None
+
+    # --- the directory and its files, never through a link --------------------------------------------
+    @contextlib.contextmanager
+    def _directory(self, *, create: bool = False) -> Iterator[int | None]:
+        """A descriptor of the directory (the held one, or one opened for the call), made first with
+        ``create``; None when it does not exist. Raises ``RunDirectoryError`` for a link or a non-directory."""
+        if self._dir_fd is not None:
+            yield self._dir_fd
+            return
+        if create:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(self.path)
+        try:
+            fd = os.open(self.path, _DIRECTORY)
+        except FileNotFoundError:
+            if create:
+                raise
+            yield None
+            return
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise RunDirectoryError(
+                    f"{self.path} is a symbolic link or not a directory; a run writes only into a real "
+                    "directory (give its own path, or another --output-dir)"
+                ) from None
+            raise
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
+    def _open(self, dir_fd: int, name: str, flags: int, mode: int = 0o644) -> int:
+        try:
+            return os.open(name, flags | _NOFOLLOW, mode, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP or (exc.errno == errno.ENOTDIR and flags & os.O_DIRECTORY):
+                raise RunDirectoryError(
+                    f"{self.path / name} is a symbolic link (or not a directory); a run never writes or reads "
+                    "through links in its directory: remove it (or choose another output directory)"
+                ) from None
+            raise
+
+    def _read(self, name: str) -> bytes | None:
+        """The whole file ``name`` (None if absent), opened without following a link."""
+        with self._directory() as dir_fd:
+            if dir_fd is None:
+                return None
+            try:
+                fd = self._open(dir_fd, name, os.O_RDONLY)
+            except FileNotFoundError:
+                return None
+            with os.fdopen(fd, "rb") as f:
+                return f.read()
+
+    def _stat(self, name: str) -> os.stat_result | None:
+        with self._directory() as dir_fd:
+            if dir_fd is None:
+                return None
+            try:
+                return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return None
+
+    def _write_replacing(self, dir_fd: int, name: str, data: bytes, *, durable: bool = False) -> None:
+        """Write ``name`` in the directory ``dir_fd`` atomically: a fresh temporary file (never an
+        existing one, never through a link), then a rename, which replaces a link rather than following it."""
+        tmp = f".{name}.{os.getpid()}.tmp"
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=dir_fd)  # one a killed run of this pid left (unlink never follows)
+        fd = self._open(dir_fd, tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                if durable:
+                    f.flush()
+                    os.fsync(f.fileno())
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise
+
+    def foreign_entries(self) -> list[str]:
+        """What the directory holds that a run does not write, and the run files that are links
+        (empty for a new, empty or run directory)."""
+        with self._directory() as dir_fd:
+            if dir_fd is None:
+                return []
+            out = []
+            for name in sorted(os.listdir(dir_fd)):
+                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                expected_dir = name == env_args.ENV_ARGS_DIR
+                temporary = name.startswith(f".{METADATA_FILE}.") and name.endswith(".tmp")
+                kind_ok = stat.S_ISDIR(st.st_mode) if expected_dir else stat.S_ISREG(st.st_mode)
+                if not ((name in RUN_FILES or temporary) and kind_ok):
+                    out.append(
+                        name + ("@" if stat.S_ISLNK(st.st_mode) else "/" if stat.S_ISDIR(st.st_mode) else "")
+                    )
+            return out
+
+    def check_is_run_directory(self) -> None:
+        """Raise ``RunDirectoryError`` unless the directory is absent, empty, or holds only run files."""
+        foreign = self.foreign_entries()
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            raise RunDirectoryError(
+                f"{self.path} is not a run directory: it holds {shown}, which a run does not write (links "
+                "are marked @). A run writes only into a new or empty directory, or one of its own runs: "
+                "choose another output directory (--output-dir), or leave it out for a new one under "
+                "./outputs/evals/"
+            )
 
     # --- the one-writer lock -----------------------------------------------------------------------
     def holder_pid(self) -> int | None:
         """The pid recorded by the last run that took the lock (alive or not)."""
         try:
-            return int(self.lock_path.read_text().strip() or "x")
+            return int((self._read(LOCK_FILE) or b"").decode().strip() or "x")
         except (OSError, ValueError):
             return None
 
     def lock(self) -> None:
         """Take the directory's exclusive lock (creating the directory), or raise
-        ``RunDirectoryBusyError`` naming the holder's pid. Held until ``unlock()`` or process exit."""
+        ``RunDirectoryBusyError`` naming the holder's pid (``RunDirectoryError`` if it is not a run
+        directory, or a link). Held until ``unlock()`` or process exit."""
         if self._lock_fd is not None:
             return
-        self.path.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        with self._directory(create=True) as dir_fd:
+            assert dir_fd is not None
+            held = os.dup(dir_fd)
+        self._dir_fd = held
+        try:
+            self.check_is_run_directory()
+            fd = self._open(held, LOCK_FILE, os.O_RDWR | os.O_CREAT)
+        except BaseException:
+            self._dir_fd = None
+            os.close(held)
+            raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             pid = self.holder_pid()
+            self._dir_fd = None
+            os.close(held)
             who = f"pid {pid}" if pid is not None else "another process"
             raise RunDirectoryBusyError(
                 f"{self.path} is in use by another run ({who}); wait for it to finish, or choose another "
@@ -212,6 +355,9 @@ class RunDirectory:
         fd, self._lock_fd = self._lock_fd, None
         if fd is not None:
             os.close(fd)  # closing the descriptor releases the flock
+        dir_fd, self._dir_fd = self._dir_fd, None
+        if dir_fd is not None:
+            os.close(dir_fd)
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[RunDirectory]:
@@ -224,42 +370,75 @@ class RunDirectory:
     def is_unstarted(self) -> bool:
         """An existing directory holding nothing but what a run writes before its first metadata (the
         lock, a temporary metadata file, an empty results file): a run killed at start-up."""
-        if not self.path.is_dir() or self.metadata_path.exists() or self.has_results():
+        if self._stat(".") is None or self._stat(METADATA_FILE) is not None or self.has_results():
             return False
-        return all(
-            p.name in (LOCK_FILE, RESULTS_FILE) or p.name.startswith(f".{METADATA_FILE}.")
-            for p in self.path.iterdir()
+        with self._directory() as dir_fd:
+            names = os.listdir(dir_fd) if dir_fd is not None else []
+        return not self.foreign_entries() and all(
+            n in (LOCK_FILE, RESULTS_FILE) or n.startswith(f".{METADATA_FILE}.") for n in names
         )
 
     # --- files -------------------------------------------------------------------------------------
     def has_results(self) -> bool:
-        return self.results_path.exists() and self.results_path.stat().st_size > 0
+        st = self._stat(RESULTS_FILE)
+        return st is not None and st.st_size > 0
+
+    def has_metadata(self) -> bool:
+        return self._stat(METADATA_FILE) is not None
 
     def read_metadata(self) -> RunMetadata | None:
         """The run's metadata, ``env_args`` as the run was given them (values recorded by reference are
         read back from their files: ``verifiers.hub.env_args``); ``ValueError`` if it cannot be read."""
-        if not self.metadata_path.exists():
+        raw = self._read(METADATA_FILE)
+        if raw is None:
             return None
-        meta = RunMetadata.model_validate(loads_json(self.metadata_path.read_bytes()))
+        meta = RunMetadata.model_validate(loads_json(raw))
         if any(env_args.is_reference(v) for v in meta.env_args.values()):
-            meta.env_args = env_args.expand(meta.env_args, self.path)
+            meta.env_args = env_args.expand(meta.env_args, self.path, read=self._read_relative)
         return meta
+
+    def _read_relative(self, relative: str) -> bytes:
+        """A file under the directory (``env_args/<hash>.json``), each component opened without links."""
+        *dirs, name = relative.split("/")
+        with self._directory() as dir_fd:
+            if dir_fd is None:
+                raise FileNotFoundError(errno.ENOENT, "no run directory", str(self.path))
+            fds = [dir_fd]
+            try:
+                for d in dirs:
+                    fds.append(self._open(fds[-1], d, _DIRECTORY))
+                with os.fdopen(self._open(fds[-1], name, os.O_RDONLY), "rb") as f:
+                    return f.read()
+            finally:
+                for fd in fds[1:]:
+                    os.close(fd)
 
     def _store_env_arg(self, relative: str, data: bytes) -> None:
         """Write a referenced env_args value once (its name is its hash: an existing file is the same)."""
-        path = self.path / relative
-        if path.is_file() and path.stat().st_size == len(data):
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        *dirs, name = relative.split("/")
+        with self._directory(create=True) as dir_fd:
+            assert dir_fd is not None
+            fds = [dir_fd]
+            try:
+                for d in dirs:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(d, dir_fd=fds[-1])
+                    fds.append(self._open(fds[-1], d, _DIRECTORY))
+                try:
+                    st = os.stat(name, dir_fd=fds[-1], follow_symlinks=False)
+                    if stat.S_ISREG(st.st_mode) and st.st_size == len(data):
+                        return
+                except FileNotFoundError:
+                    pass
+                self._write_replacing(fds[-1], name, data)
+            finally:
+                for fd in fds[1:]:
+                    os.close(fd)
 
     def write_metadata(self, meta: RunMetadata, *, durable: bool = False) -> None:
         """Replace metadata.json atomically; user values in it (``env_args``, ``sampling_args``,
         ``extra``) follow the conversion rule, and large ``env_args`` values are recorded by content
         hash in ``env_args/`` (``verifiers.hub.env_args``)."""
-        self.path.mkdir(parents=True, exist_ok=True)
         dumped = meta.model_dump(exclude={"env_args"})  # not a copy of megabytes of rows each second
         recorded = self._recorded_env_args(meta.env_args)
         data = {k: recorded if k == "env_args" else dumped[k] for k in type(meta).model_fields}
@@ -267,13 +446,9 @@ class RunDirectory:
             text = orjson.dumps(data, option=orjson.OPT_INDENT_2 | _FAST_OPTS)
         except TypeError:
             text = json.dumps(to_json_value(data), ensure_ascii=False, allow_nan=False, indent=2).encode()
-        tmp = self.metadata_path.with_name(f".{METADATA_FILE}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as f:
-            f.write(text)
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, self.metadata_path)
+        with self._directory(create=True) as dir_fd:
+            assert dir_fd is not None
+            self._write_replacing(dir_fd, METADATA_FILE, text, durable=durable)
 
     def _recorded_env_args(self, given: dict[str, Any]) -> dict[str, Any]:
         """``env_args`` as metadata.json records them; computed once per value (the metadata of a run is
@@ -289,13 +464,18 @@ class RunDirectory:
     def load_results(self, *, repair: bool = True) -> list[dict[str, Any]]:
         """Every complete result line. With ``repair``, a trailing partial line (a killed writer) is cut off
         the file so later appends start on a line boundary."""
-        if not self.results_path.exists():
+        data = self._read(RESULTS_FILE)
+        if data is None:
             return []
-        data = self.results_path.read_bytes()
         end = data.rfind(b"\n") + 1
         if end < len(data) and repair:
-            with open(self.results_path, "r+b") as f:
-                f.truncate(end)
+            with self._directory() as dir_fd:
+                assert dir_fd is not None
+                fd = self._open(dir_fd, RESULTS_FILE, os.O_WRONLY)
+                try:
+                    os.ftruncate(fd, end)
+                finally:
+                    os.close(fd)
         records: list[dict[str, Any]] = []
         for lineno, line in enumerate(data[:end].splitlines(), 1):
             if not line.strip():
@@ -307,8 +487,9 @@ class RunDirectory:
         return records
 
     def open_for_append(self) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        with self._directory(create=True) as dir_fd:
+            assert dir_fd is not None
+            self._fd = self._open(dir_fd, RESULTS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
 
     def append(self, records: Iterable[Mapping[str, Any]]) -> None:
         self.append_lines([dump_record(r) for r in records])

@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias, cast
 
+from verifiers._urls import redact_url
 from verifiers.clients import Client
 from verifiers.clients.sampling import cap_max_tokens
 from verifiers.errors import ErrorCategory
 from verifiers.eval.concurrency import AdaptiveLimit, MaxConcurrent, make_limit
+from verifiers.eval.config import check_run_size, default_max_rollouts
 from verifiers.eval.distributed import RayOptions, RayReport, ray_options, schedule_ray
 from verifiers.eval.engine import GroupPlan, ProgressCallback, RolloutEnv, RunProgress, ScoreMode, schedule
 from verifiers.eval.metrics import RunAggregate
@@ -176,6 +178,7 @@ async def run_eval(
     max_tokens_limit: int | None = None,
     base_url: str | list[str] | None = None,
     ray: RayOptions | str | bool | None = None,
+    max_rollouts: int | None = None,
 ) -> EvalRun:
     """Run (or, with ``resume``, complete) an evaluation of ``env`` and keep its run directory.
 
@@ -197,10 +200,17 @@ async def run_eval(
     recorded in ``metadata.extra["concurrency"]``). ``ray`` runs the groups on Ray actors
     (``verifiers.eval.distributed``): this process stays the single writer of the run directory, and
     ``metadata.extra["ray"]`` records the actors and the groups each node ran; ``on_group`` then gets
-    each group's records (the same ``error`` / ``reward`` keys as states)."""
+    each group's records (the same ``error`` / ``reward`` keys as states).
+
+    ``max_rollouts`` bounds the rows × ``rollouts_per_example`` the run plans (``None``: the default,
+    ``verifiers.eval.config.default_max_rollouts``); a larger run raises ``ConfigError`` before any
+    request, file or plan is made."""
     if rollouts_per_example < 1:
         raise ValueError("rollouts_per_example must be at least 1")
+    limit_rollouts = max_rollouts if max_rollouts is not None else default_max_rollouts()
+    check_run_size(num_examples, rollouts_per_example, limit_rollouts)
     rows = env.select_rows(num_examples, seed=seed, shuffle=shuffle)
+    check_run_size(len(rows), rollouts_per_example, limit_rollouts)
     families = {
         name: cap_max_tokens(args, max_tokens_limit)
         for name, args in env.sampling_families(sampling_args).items()
@@ -368,7 +378,7 @@ async def run_eval(
         if directory.is_locked:
             return
         directory.lock()
-        if directory.has_results() or directory.metadata_path.exists():
+        if directory.has_results() or directory.has_metadata():
             directory.unlock()
             raise FileExistsError(
                 f"{directory.path} already holds a run (another run started there meanwhile); choose "
@@ -402,9 +412,11 @@ async def run_eval(
 
 
 def _base_url(client: Client | ClientSource, given: str | list[str] | None) -> str | list[str]:
-    """What metadata records as the run's server(s): the client's, else ``given`` (before a client
-    source has made its client), else empty."""
+    """What metadata records as the run's server(s), without credentials: the client's, else ``given``
+    (before a client source has made its client), else empty."""
     if isinstance(client, Client):
-        urls = client.base_urls
+        urls = [redact_url(u) for u in client.base_urls]
         return urls if len(urls) > 1 else urls[0]
-    return given if given is not None else ""
+    if isinstance(given, list):
+        return [redact_url(u) for u in given]
+    return redact_url(given) if given is not None else ""

@@ -11,7 +11,7 @@ from verifiers._exports import lazy_exports
 _EXPORTS: dict[str, str] = {
     "HubClient": "verifiers.hub.client",
     "HubConfig": "verifiers.hub.client",
-    "HubInstallError": "verifiers.hub.install",
+    "HubInstallError": "verifiers.hub.errors",
     "InstallResult": "verifiers.hub.install",
     "install_from_hub": "verifiers.hub.install",
     "EnvSpec": "verifiers.hub.packaging",
@@ -32,11 +32,8 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # the same names, for type checkers and IDEs
     from verifiers.hub.client import HubClient as HubClient, HubConfig as HubConfig
-    from verifiers.hub.install import (
-        HubInstallError as HubInstallError,
-        InstallResult as InstallResult,
-        install_from_hub as install_from_hub,
-    )
+    from verifiers.hub.errors import HubInstallError as HubInstallError
+    from verifiers.hub.install import InstallResult as InstallResult, install_from_hub as install_from_hub
     from verifiers.hub.packaging import (
         EnvSpec as EnvSpec,
         content_hash_of_module as content_hash_of_module,

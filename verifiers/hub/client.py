@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from verifiers._urls import redact_url
 from verifiers.hub.wire import (
     ChunkReceipt,
     EnvironmentDetail,
@@ -35,6 +36,7 @@ from verifiers.hub.wire import (
     HubFile,
     Leaderboard,
     LeaderboardPick,
+    ReadGrantInfo,
     ResolvedVersion,
     RolloutKeys,
     RolloutPage,
@@ -64,6 +66,7 @@ __all__ = [
     "HubClientError",
     "HubConfig",
     "HubFile",
+    "ReadGrantInfo",
     "ResolvedVersion",
     "SearchPage",
     "VersionDetail",
@@ -75,6 +78,8 @@ __all__ = [
 ]
 
 DEFAULT_URL = "http://127.0.0.1:8080"
+#: Stands for the reader's own token in printed index URLs (never the token itself).
+TOKEN_PLACEHOLDER = "<token>"
 
 
 @dataclass(frozen=True)
@@ -105,11 +110,11 @@ class HubConfig:
         how = "set VF_HUB_TOKEN, pass --token, or run `vf-hub login`"
         if self.stored_token_url is not None:
             return (
-                f"no hub token for {self.url}: the stored token (vf-hub login) is for another hub, "
-                f"{self.stored_token_url}, and is only sent there; {how} for {self.url}, or point "
-                f"VF_HUB_URL (or --hub-url) at {self.stored_token_url}"
+                f"no hub token for {redact_url(self.url)}: the stored token (vf-hub login) is for another "
+                f"hub, {redact_url(self.stored_token_url)}, and is only sent there; {how} for "
+                f"{redact_url(self.url)}, or point VF_HUB_URL (or --hub-url) at {redact_url(self.stored_token_url)}"
             )
-        return f"no hub token for {self.url}: {how}"
+        return f"no hub token for {redact_url(self.url)}: {how}"
 
 
 # --- the client -----------------------------------------------------------------------------------------
@@ -155,7 +160,9 @@ class HubClient:
         try:
             response = self._http.request(method, path, **kwargs)
         except self._httpx.HTTPError as exc:
-            raise HubClientError(f"cannot reach the hub at {self.url}: {exc}") from None
+            raise HubClientError(
+                f"cannot reach the hub at {redact_url(self.url)}: {redact_url(exc)}"
+            ) from None
         if response.is_success:
             return response
         detail = problem_detail(response.text)
@@ -171,12 +178,16 @@ class HubClient:
     # --- URLs ---
     def index_url(self, *, with_token: bool = False) -> str:
         """The simple index URL; with the token embedded in pip's ``__token__:<token>@`` form if asked."""
-        base = f"{self.url}/simple/"
         if not (with_token and self.token):
-            return base
-        parts = urlsplit(base)
-        netloc = f"__token__:{quote(self.token, safe='')}@{parts.netloc}"
-        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+            return f"{self.url}/simple/"
+        return self.token_index_url(quote(self.token, safe=""))
+
+    def token_index_url(self, token: str = TOKEN_PLACEHOLDER) -> str:
+        """The simple index URL in pip's token form, ``http://__token__:<token>@HOST/simple/``: by default
+        with the placeholder, what a command prints for the reader to fill in (private environments)."""
+        parts = urlsplit(f"{self.url}/simple/")
+        host = parts.netloc.rpartition("@")[2]  # credentials of the hub URL itself give way to the token
+        return urlunsplit((parts.scheme, f"__token__:{token}@{host}", parts.path, "", ""))
 
     def environment_url(self, full_name: str) -> str:
         return f"{self.url}/{full_name}"
@@ -245,6 +256,28 @@ class HubClient:
     def unyank(self, owner: str, name: str, version: str) -> VersionInfo:
         path = f"/api/v1/environments/{owner}/{name}/versions/{version}/unyank"
         return VersionInfo.model_validate(self._request("POST", path).json())
+
+    # --- who may read an environment ---
+    def set_visibility(self, owner: str, name: str, visibility: Visibility) -> EnvironmentDetail:
+        """Make an environment public or private (owners and admins of its namespace)."""
+        path = f"/api/v1/environments/{owner}/{name}"
+        return EnvironmentDetail.model_validate(
+            self._request("PATCH", path, json={"visibility": visibility}).json()
+        )
+
+    def grants(self, owner: str, name: str) -> list[ReadGrantInfo]:
+        """The users the environment is shared with."""
+        answer = self._request("GET", f"/api/v1/environments/{owner}/{name}/grants").json()
+        return [ReadGrantInfo.model_validate(g) for g in answer]
+
+    def share(self, owner: str, name: str, username: str) -> ReadGrantInfo:
+        """Let ``username`` read (and install) the environment while it is private."""
+        path = f"/api/v1/environments/{owner}/{name}/grants/{username}"
+        return ReadGrantInfo.model_validate(self._request("PUT", path).json())
+
+    def unshare(self, owner: str, name: str, username: str) -> None:
+        """Revoke ``username``'s read grant (the hub refuses it from the next request on)."""
+        self._request("DELETE", f"/api/v1/environments/{owner}/{name}/grants/{username}")
 
     # --- eval runs ---
     def create_run(self, owner: str, name: str, body: EvalRunCreate) -> EvalRunInfo:
@@ -336,7 +369,8 @@ class HubClient:
                 if not response.is_success:
                     detail = problem_detail(response.read().decode(errors="replace"))
                     raise HubClientError(
-                        f"GET {file.url}: HTTP {response.status_code}: {detail}", response.status_code
+                        f"GET {redact_url(file.url)}: HTTP {response.status_code}: {detail}",
+                        response.status_code,
                     )
                 for chunk in response.iter_bytes():
                     digest.update(chunk)
@@ -347,7 +381,7 @@ class HubClient:
                 )
             os.replace(tmp, target)
         except self._httpx.HTTPError as exc:
-            raise HubClientError(f"cannot download {file.url}: {exc}") from None
+            raise HubClientError(f"cannot download {redact_url(file.url)}: {redact_url(exc)}") from None
         finally:
             Path(tmp).unlink(missing_ok=True)
         return target

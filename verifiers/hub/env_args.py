@@ -70,9 +70,12 @@ def compact(env_args: Mapping[str, Any], store: Callable[[str, bytes], None] | N
     return out
 
 
-def expand(env_args: Mapping[str, Any], directory: Path) -> dict[str, Any]:
+def expand(
+    env_args: Mapping[str, Any], directory: Path, *, read: Callable[[str], bytes] | None = None
+) -> dict[str, Any]:
     """``env_args`` as the run was given them: each reference read back from ``directory`` (its hash
-    checked). Raises ``EnvArgsFileError`` naming the file when one is missing or altered."""
+    checked), by ``read(relative path)`` when given (a run directory's own reader, which follows no
+    links). Raises ``EnvArgsFileError`` naming the file when one is missing or altered."""
     out: dict[str, Any] = {}
     for key, value in env_args.items():
         if not is_reference(value):
@@ -82,7 +85,7 @@ def expand(env_args: Mapping[str, Any], directory: Path) -> dict[str, Any]:
         if Path(str(value["$file"])).is_absolute() or ".." in Path(str(value["$file"])).parts:
             raise EnvArgsFileError(f"env_args[{key!r}] refers outside the run directory: {value['$file']}")
         try:
-            data = path.read_bytes()
+            data = read(str(value["$file"])) if read is not None else path.read_bytes()
         except OSError as exc:
             raise EnvArgsFileError(
                 f"env_args[{key!r}] is recorded in {path}, which cannot be read ({exc.strerror or exc})"

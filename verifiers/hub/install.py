@@ -3,18 +3,23 @@
 How (and why) — no dependency confusion:
 
 1. The spec is resolved on the hub (``owner/name@>=0.1`` → one version, its files and sha256s).
-2. The environment itself is installed with ``--no-deps --require-hashes`` from a temporary requirements
-   file that names **only the hub's simple index** (``--index-url``, which replaces any configured
-   extra index) and pins ``name==version`` to the hub's wheel/sdist hashes. No other index can supply
-   the package, and the hub cannot change it between resolve and install. The token, if any, travels in
-   that 0600 file, never on a command line.
+2. The wheel is downloaded from the hub and verified **before anything is installed**: its sha256 is the
+   one the hub resolved, it passes the hub's own wheel rules (``verifiers.hub.wheel_rules``: the zip as
+   any installer reads it, only the import package and its ``.dist-info``, no ``.pth``, no compiled code,
+   RECORD, entry points), and its sources hash to the hub's content hash. Then exactly that file is
+   installed, ``--no-deps --no-index``: no index can supply anything else, and the hub cannot change it
+   between the check and the install.
 3. Its dependencies are installed afterwards from the user's normal index configuration. A dependency
    that is itself an environment on the hub is installed from the hub (recursively, by this function)
    when it belongs to the same owner; one owned by someone else is refused unless already installed,
    so a hub account cannot shadow a public package for other people's environments.
-4. A subprocess of the target interpreter imports the module, checks ``load_environment`` is callable,
-   that the installed version is the resolved one, and that the installed sources hash to the hub's
-   content hash.
+4. The installed sources are hashed on disk (in this process) before any interpreter of the target runs;
+   then a subprocess of it imports the module and checks ``load_environment`` is callable and that the
+   installed version is the resolved one.
+
+An install that fails after it started is rolled back (``verifiers.hub._rollback``): the files it wrote
+for the environment are removed and the previous version's files are put back, or nothing is left if
+none was installed. Dependencies it installed from the user's index stay.
 
 ``vf-install`` calls ``install_from_hub(spec)``; bare names work because distribution names are unique
 across the hub.
@@ -36,8 +41,12 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from verifiers.hub._rollback import Snapshot, take_snapshot
 from verifiers.hub.client import HubClient, HubClientError, ResolvedVersion
-from verifiers.hub.packaging import normalize_name, parse_env_spec
+from verifiers.hub.errors import HubInstallError as HubInstallError
+from verifiers.hub.packaging import content_hash_of_module, normalize_name, parse_env_spec
+from verifiers.hub.resolve import check_bare_name, close_names, did_you_mean
+from verifiers.hub.wheel_rules import ArchiveError, inspect_wheel
 
 Installer = Literal["auto", "pip", "uv"]
 # Variables that would add indexes or local wheel sources to the hub-only install step.
@@ -52,10 +61,6 @@ _INDEX_ENV = (
     "UV_EXTRA_INDEX_URL",
     "UV_FIND_LINKS",
 )
-
-
-class HubInstallError(RuntimeError):
-    """Resolving, installing or verifying an environment failed; the message says which and why."""
 
 
 @dataclass(frozen=True)
@@ -160,28 +165,47 @@ def _clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in _INDEX_ENV}
 
 
-def _install_pinned(
-    client: HubClient, resolved: ResolvedVersion, *, installer: tuple[str, list[str]], force: bool
-) -> None:
-    hashes = [f.sha256 for f in resolved.files]
-    if not hashes:
-        raise HubInstallError(f"{resolved.full_name} {resolved.version} has no files on the hub")
-    lines = [
-        f"--index-url {client.index_url(with_token=True)}",
-        f"{resolved.name}=={resolved.version} " + " ".join(f"--hash=sha256:{h}" for h in hashes),
-    ]
-    with tempfile.TemporaryDirectory(prefix="vf-hub-install-") as tmp:
-        req = Path(tmp) / "requirements.txt"
-        req.touch(mode=0o600)
-        req.write_text("\n".join(lines) + "\n")
-        args = ["--no-deps", "--require-hashes", "-r", str(req)]
-        if force:
-            args.append("--reinstall" if installer[0] == "uv" else "--force-reinstall")
-        _run(
-            [*installer[1], *args],
-            env=_clean_env(),
-            what=f"installing {resolved.name}=={resolved.version} from {client.index_url()}",
+#: Caps of the wheel check on a download: far above any hub's upload limits (those are the hub's settings).
+_MAX_MEMBERS = 100_000
+_MAX_METADATA = 16 * 1024 * 1024
+_MAX_UNPACKED = 4 * 1024**3
+
+
+def verified_wheel(client: HubClient, resolved: ResolvedVersion, dest: Path) -> Path:
+    """Download ``resolved``'s wheel into ``dest`` and check it as the hub checks an upload: the sha256
+    the hub resolved, the wheel rules, the name, version and content hash. Raises ``HubInstallError``."""
+    wheel = resolved.file("bdist_wheel")
+    if wheel is None:
+        raise HubInstallError(f"{resolved.full_name} {resolved.version} has no wheel on the hub")
+    path = client.download(wheel, dest)  # refuses a sha256 other than the one resolved
+    what = f"the wheel the hub served for {resolved.full_name} {resolved.version}"
+    try:
+        contents = inspect_wheel(
+            path.name,
+            path.read_bytes(),
+            max_members=_MAX_MEMBERS,
+            max_metadata_size=_MAX_METADATA,
+            max_unpacked_size=_MAX_UNPACKED,
         )
+    except ArchiveError as exc:
+        raise HubInstallError(f"{what} breaks the hub's wheel rules, nothing was installed: {exc}") from None
+    if contents.name != resolved.name or contents.version != Version(resolved.version):
+        raise HubInstallError(f"{what} is {contents.name} {contents.version}; nothing was installed")
+    if contents.content_hash != resolved.content_hash:
+        raise HubInstallError(
+            f"the sources in {what} hash to {contents.content_hash[:12]}…, the hub says "
+            f"{resolved.content_hash[:12]}…; it is not the published package, nothing was installed"
+        )
+    return path
+
+
+def _install_file(
+    wheel: Path, resolved: ResolvedVersion, *, installer: tuple[str, list[str]], force: bool
+) -> None:
+    args = ["--no-deps", "--no-index", str(wheel)]
+    if force:
+        args.append("--reinstall" if installer[0] == "uv" else "--force-reinstall")
+    _run([*installer[1], *args], env=_clean_env(), what=f"installing {resolved.name}=={resolved.version}")
 
 
 def _dependencies(resolved: ResolvedVersion) -> list[Requirement]:
@@ -241,14 +265,15 @@ def install_from_hub(
         raise HubInstallError(f"cannot install {spec}: {exc}") from None
     try:
         if parsed.owner is None:  # a bare name: one clear error if the hub has none (verifiers.hub.resolve)
-            from verifiers.hub.resolve import check_bare_name
-
             check_bare_name(client, parsed.name)
         return _install(
             client, parsed.owner, parsed.name, parsed.specifier, upgrade, python, installer, frozenset()
         )
     except HubClientError as exc:
-        raise HubInstallError(f"cannot install {spec}: {exc}") from None
+        hint = ""
+        if exc.status_code == 404 and parsed.owner is not None and "not found" in str(exc):
+            hint = did_you_mean(close_names(client, parsed.name, parsed.owner))  # a typo, not a version
+        raise HubInstallError(f"cannot install {spec}: {exc}{hint}") from None
     finally:
         if own_client:
             client.close()
@@ -279,9 +304,43 @@ def _install(
         except HubClientError as exc:
             if exc.status_code != 404:
                 raise
-    if installed:
-        _install_pinned(client, resolved, installer=chosen, force=upgrade and have == resolved.version)
+    with tempfile.TemporaryDirectory(prefix="vf-hub-install-") as tmp:
+        wheel = verified_wheel(client, resolved, Path(tmp)) if installed else None
+        snapshot = take_snapshot(python, resolved.name, Path(tmp) / "previous")
+        try:
+            if wheel is not None:
+                _install_file(wheel, resolved, installer=chosen, force=upgrade and have == resolved.version)
+            from_index = _install_dependencies(client, resolved, python, installer, chosen, seen)
+            _verify(python, resolved, snapshot)
+        except BaseException as exc:
+            if installed:
+                note = snapshot.restore()
+                if isinstance(exc, HubInstallError | HubClientError):
+                    raise HubInstallError(f"{exc}\n({note})") from None
+            raise
+    return InstallResult(
+        env_id=resolved.name,
+        owner=resolved.owner,
+        full_name=resolved.full_name,
+        version=resolved.version,
+        content_hash=resolved.content_hash,
+        module=resolved.module,
+        installed=installed,
+        installer=chosen[0],
+        python=python,
+        dependencies_installed=tuple(str(r) for r in from_index),
+    )
 
+
+def _install_dependencies(
+    client: HubClient,
+    resolved: ResolvedVersion,
+    python: str,
+    installer: Installer,
+    chosen: tuple[str, list[str]],
+    seen: frozenset[str],
+) -> list[Requirement]:
+    """Install what ``resolved`` needs and ``python`` lacks; the requirements taken from the user's index."""
     deps = _unsatisfied(python, _dependencies(resolved))
     from_index: list[Requirement] = []
     for req in deps:
@@ -310,20 +369,7 @@ def _install(
             [*chosen[1], *(str(r) for r in from_index)],
             what=f"installing dependencies of {resolved.full_name} ({', '.join(map(str, from_index))})",
         )
-
-    _verify(python, resolved)
-    return InstallResult(
-        env_id=resolved.name,
-        owner=resolved.owner,
-        full_name=resolved.full_name,
-        version=resolved.version,
-        content_hash=resolved.content_hash,
-        module=resolved.module,
-        installed=installed,
-        installer=chosen[0],
-        python=python,
-        dependencies_installed=tuple(str(r) for r in from_index),
-    )
+    return from_index
 
 
 def probe_environment(python: str, dist: str, module: str) -> dict[str, Any]:
@@ -333,7 +379,22 @@ def probe_environment(python: str, dist: str, module: str) -> dict[str, Any]:
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
-def _verify(python: str, resolved: ResolvedVersion) -> None:
+def _installed_sources(snapshot: Snapshot, module: str) -> Path | None:
+    for site in snapshot.site_dirs:
+        for candidate in (site / module, site / f"{module}.py"):
+            if candidate.exists():
+                return candidate
+    return None
+
+
+def _verify(python: str, resolved: ResolvedVersion, snapshot: Snapshot) -> None:
+    # On disk first, in this process: no interpreter of the target runs over sources not yet checked.
+    sources = _installed_sources(snapshot, resolved.module)
+    if sources is not None and content_hash_of_module(sources) != resolved.content_hash:
+        raise HubInstallError(
+            f"the installed sources of {resolved.module} at {sources} do not hash to the hub's content hash "
+            f"{resolved.content_hash[:12]}…; the installed copy is not the published one"
+        )
     probe = probe_environment(python, resolved.name, resolved.module)
     if probe["error"]:
         raise HubInstallError(

@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from verifiers._urls import redact_url
 from verifiers.hub import env_args, wire
 from verifiers.hub.client import HubClient
 from verifiers.hub.wire import HubClientError
@@ -310,18 +311,20 @@ def push_target(
         me = client.whoami()
     except HubClientError as exc:
         if exc.status_code == 401:
-            raise HubClientError(f"the hub at {client.url} refused the token ({exc})", 401) from None
+            raise HubClientError(
+                f"the hub at {redact_url(client.url)} refused the token ({exc})", 401
+            ) from None
         raise
     if "publish" not in me.scopes and not me.is_admin:
         raise HubClientError(
-            f"the token of {me.username} for {client.url} has the scopes {', '.join(me.scopes) or 'none'}; "
+            f"the token of {me.username} for {redact_url(client.url)} has the scopes {', '.join(me.scopes) or 'none'}; "
             "pushing results needs a token with the publish scope",
             403,
         )
     owner = owner or _owner_of(client, env_id, version, me)
     if owner is None:
         raise HubClientError(
-            f"{env_id} is not on the hub at {client.url} (or this token may not see it): publish it first "
+            f"{env_id} is not on the hub at {redact_url(client.url)} (or this token may not see it): publish it first "
             f"(vf-push in its project directory), then push its results",
             404,
         )
@@ -330,7 +333,7 @@ def push_target(
     except HubClientError as exc:
         if exc.status_code == 404:
             raise HubClientError(
-                f"{owner}/{env_id} is not on the hub at {client.url}: publish it first (vf-push in its "
+                f"{owner}/{env_id} is not on the hub at {redact_url(client.url)}: publish it first (vf-push in its "
                 "project directory), then push its results",
                 404,
             ) from None

@@ -17,6 +17,8 @@ import math
 import os
 import tempfile
 import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -128,6 +130,15 @@ class WhoAmI(WireModel):
     is_admin: bool
     scopes: list[str]
     namespaces: list[str]
+
+
+class ReadGrantInfo(WireModel):
+    """One user a private environment is shared with (``vf-hub env share``): it may read and install it."""
+
+    environment: str
+    username: str
+    granted_by: str | None
+    created_at: datetime
 
 
 # --- eval runs: uploaded as records (request bodies and answers) ------------------------------------------
@@ -290,14 +301,27 @@ class EvalRunInfo(WireModel):
     rollout_count: int
     scored_count: int
     avg_reward: float | None
-    std_reward: float | None
-    reward_ci95: float | None = Field(description="Half-width of the 95% confidence interval of avg_reward.")
+    std_reward: float | None = Field(description="Standard deviation of the rewards (population).")
+    reward_ci95: float | None = Field(
+        description="Deprecated, kept for older clients: half-width of the normal-approximation interval. "
+        "The interval shown everywhere is reward_ci_low..reward_ci_high."
+    )
+    reward_ci_low: float | None = Field(
+        default=None,
+        description="Lower end of the 95% interval of avg_reward (verifiers.hub.wire.reward_interval: "
+        "Wilson's for a mean in [0, 1], the normal approximation otherwise).",
+    )
+    reward_ci_high: float | None = Field(default=None, description="Upper end of that interval.")
     pass_at_k: dict[str, float]
     avg_metrics: dict[str, float]
     error_counts: dict[str, int]
     prompt_tokens: int
     completion_tokens: int
     url: str = Field(description="The run's web page, relative to the hub root.")
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="What makes the run's score say little, by code (RUN_WARNINGS): e.g. no_tool_calls.",
+    )
 
 
 class EvalRunPage(WireModel):
@@ -337,17 +361,26 @@ class LeaderboardEntry(WireModel):
     version: str
     run_id: int
     avg_reward: float | None
-    reward_ci95: float | None
+    reward_ci95: float | None = Field(
+        description="Deprecated, kept for older clients: half-width of the normal-approximation interval."
+    )
+    reward_ci_low: float | None = Field(
+        default=None,
+        description="Lower end of the 95% interval of avg_reward (verifiers.hub.wire.reward_interval: "
+        "Wilson's for a mean in [0, 1], the normal approximation otherwise).",
+    )
+    reward_ci_high: float | None = Field(default=None, description="Upper end of that interval.")
     reward_lower: float | None = Field(
         default=None,
-        description="What entries are ranked by: the lower end of a 95% interval of the mean reward (Wilson "
-        "score interval for rewards in [0, 1]); null ranks last.",
+        description="What entries are ranked by: reward_ci_low (kept under this name for older clients); "
+        "null ranks last.",
     )
     pass_at_k: dict[str, float]
     rollout_count: int
     scored_count: int = 0
     date: datetime
     uploader: str | None
+    warnings: list[str] = Field(default_factory=list, description="The run's warnings (RUN_WARNINGS codes).")
 
 
 #: How the hub ranks leaderboard entries, as the pages and ``vf-hub info`` say it.
@@ -375,6 +408,99 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     for i in range(n - c + 1, n + 1):
         prod *= 1.0 - k / i
     return 1.0 - prod
+
+
+# The 95% interval of a mean reward as every side shows it (vf-eval's summary, push, vf-hub, the hub's pages,
+# the leaderboard's ranking, a suite's table): one definition.
+#: z for a two-sided 95% normal interval.
+Z95 = 1.959963984540054
+
+
+@dataclass(frozen=True)
+class RewardInterval:
+    """A 95% interval of a mean reward: ``low``..``high`` and how it was computed."""
+
+    low: float
+    high: float
+    #: ``"wilson"`` (the Wilson score interval: the mean lies in [0, 1]) or ``"normal"`` (another scale).
+    method: Literal["wilson", "normal"]
+
+    def text(self, digits: int = 3) -> str:
+        return ci_text(self.low, self.high, digits)
+
+
+def ci_text(low: float, high: float, digits: int = 3) -> str:
+    """``95% CI [0.566, 1.000]``: an interval as every side shows it — labelled, never a bare ``±``."""
+    return f"95% CI [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def wilson_interval(mean: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval for a mean ``mean`` of ``n`` rewards in [0, 1].
+
+    It takes the largest variance a reward in [0, 1] with that mean can have (a pass/fail reward's), so it
+    stays honest where the sample's own spread says nothing: five rollouts at 1.0 get [0.566, 1], where a
+    normal interval would have a width of 0."""
+    if n < 1:
+        raise ValueError(f"a Wilson interval needs at least one reward (n={n})")
+    p = min(1.0, max(0.0, mean))
+    z2 = z * z
+    centre = p + z2 / (2 * n)
+    margin = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    scale = 1 + z2 / n
+    return max(0.0, (centre - margin) / scale), min(1.0, (centre + margin) / scale)
+
+
+def reward_interval(mean: float | None, n: int, sd: float | None) -> RewardInterval | None:
+    """The 95% interval of a mean reward over ``n`` scored rollouts whose (population) standard deviation
+    is ``sd``: Wilson's when the mean lies in [0, 1] (rewards are taken to lie there), the normal
+    approximation ``mean ± z·sd/√(n-1)`` otherwise. None without scored rollouts, or with a single
+    rollout on another scale (no spread to go by)."""
+    if mean is None or n < 1:
+        return None
+    if 0.0 <= mean <= 1.0:
+        return RewardInterval(*wilson_interval(mean, n), "wilson")
+    if sd is None or n < 2:
+        return None
+    half = Z95 * sd / math.sqrt(n - 1)
+    return RewardInterval(mean - half, mean + half, "normal")
+
+
+#: Why a run's score may say little about the environment, by the code runs and board entries carry.
+RUN_WARNINGS: dict[str, str] = {
+    "no_tool_calls": "the model never called a tool of this tool environment (vf-eval warned when the model "
+    "could not call tools): its score says little about the environment",
+}
+
+
+def run_warnings(avg_metrics: Mapping[str, float], scored_count: int) -> list[str]:
+    """The ``RUN_WARNINGS`` codes a run's own numbers show: ``no_tool_calls`` when a tool environment's
+    rollouts (they count ``tool_calls``) were scored and not one called a tool."""
+    out = []
+    if scored_count > 0 and avg_metrics.get("tool_calls") == 0.0:
+        out.append("no_tool_calls")
+    return out
+
+
+def interval_fields(mean: float | None, n: int, sd: float | None) -> dict[str, float | None]:
+    """``reward_ci_low`` and ``reward_ci_high`` of an API body (``EvalRunInfo``, ``LeaderboardEntry``)."""
+    interval = reward_interval(mean, n, sd)
+    return {
+        "reward_ci_low": interval.low if interval else None,
+        "reward_ci_high": interval.high if interval else None,
+    }
+
+
+def describe_reward(mean: float | None, n: int, sd: float | None, digits: int = 3) -> str:
+    """``mean 0.875, 95% CI [0.529, 0.978], sd 0.331``: the reward of a run, every number labelled."""
+    if mean is None:
+        return "mean –"
+    parts = [f"mean {mean:.{digits}f}"]
+    interval = reward_interval(mean, n, sd)
+    if interval is not None:
+        parts.append(interval.text(digits))
+    if sd is not None:
+        parts.append(f"sd {sd:.{digits}f}")
+    return ", ".join(parts)
 
 
 def ks_for(n: int) -> list[int]:

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from verifiers._urls import redact_url
 from verifiers.clients.client import Client
 from verifiers.clients.sampling import merge_sampling_args
 from verifiers.errors import JudgeUnavailableError, ScoringError, VerifiersError
@@ -251,7 +252,7 @@ class JudgeRubric(Rubric):
                 sampling_args=self.judge_sampling_args,
             )
         except VerifiersError as exc:
-            where = ", ".join(self.client.base_urls)
+            where = ", ".join(redact_url(u) for u in self.client.base_urls)
             raise JudgeUnavailableError(
                 f"judge {self.judge_model!r} at {where} gave no verdict: {type(exc).__name__}: {exc}"
             ) from exc

@@ -25,7 +25,7 @@ from verifiers.sandbox._host import host_python
 from verifiers.sandbox._launch import CREATE_TIMEOUT_S, Launched
 from verifiers.sandbox._procs import kill_if, proc_start_time
 from verifiers.sandbox._sandbox import Sandbox, _recv
-from verifiers.sandbox._state import ID_PREFIX, StateDir
+from verifiers.sandbox._state import ID_PREFIX, StateDir, reap_orphans
 from verifiers.sandbox._types import SandboxLimits
 
 log = logging.getLogger("verifiers.sandbox")
@@ -89,13 +89,11 @@ class SandboxBackend(ABC):
         return py.site_packages, empty
 
     async def start(self) -> None:
-        """Once per process and backend: clean up sandboxes left behind by dead processes."""
+        """Once per process and backend: clean up this backend's sandboxes left behind by dead processes
+        (those of the other backends wait for their own backend, or ``verifiers.sandbox.reap_orphans``)."""
         if self.name not in _reaped_once:
             _reaped_once.add(self.name)
-            # Imported here: the registry knows every backend, and so imports this module.
-            from verifiers.sandbox._registry import reap_orphans
-
-            await asyncio.to_thread(reap_orphans)
+            await asyncio.to_thread(reap_orphans, {self.name: type(self).teardown}, only_these=True)
 
     async def create(self, limits: SandboxLimits | None = None) -> Sandbox:
         """Start a new sandbox; raises :class:`SandboxError` if it cannot be started."""

@@ -99,17 +99,21 @@ def iter_states() -> Iterator[StateDir]:
             yield StateDir.load(child)
 
 
-def reap_orphans(teardowns: Mapping[str, Callable[[StateDir], None]]) -> list[str]:
+def reap_orphans(
+    teardowns: Mapping[str, Callable[[StateDir], None]], *, only_these: bool = False
+) -> list[str]:
     """Tear down every sandbox whose owner process is gone; returns the ids removed.
 
-    ``teardowns`` maps a backend name to the function that hard-kills what its records describe. Safe to
-    call at any time from any process: sandboxes of live owners are left alone.
+    ``teardowns`` maps a backend name to the function that hard-kills what its records describe; a record
+    of another backend is only removed, or with ``only_these`` left alone (for its own backend to reap).
+    Safe to call at any time from any process: sandboxes of live owners are left alone.
     """
     reaped = []
     for sd in iter_states():
-        if sd.owner_alive():
+        backend = str(sd.meta.get("backend"))
+        if (only_these and backend not in teardowns) or sd.owner_alive():
             continue
-        teardown = teardowns.get(str(sd.meta.get("backend")))
+        teardown = teardowns.get(backend)
         try:
             if teardown is not None:
                 teardown(sd)

@@ -21,6 +21,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from verifiers._urls import redact_url
+
 DEFAULT_KEY_VARS = ("OPENAI_API_KEY", "VLLM_API_KEY")
 _VAR = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # RFC 3986 unreserved, '%', and the gen-delims a plain URL needs (':', '/', '[', ']' for IPv6): no '@',
@@ -35,11 +37,11 @@ class ClientNotAllowed(ValueError):
 def _endpoint(url: str) -> tuple[str, str, int, str]:
     """(scheme, host, port, path with a trailing '/') of a plain http(s) URL; ValueError otherwise."""
     if not _PLAIN_URL.match(url):
-        raise ValueError(f"{url!r} is not a plain http(s)://host[:port]/path URL")
+        raise ValueError(f"{redact_url(url)!r} is not a plain http(s)://host[:port]/path URL")
     parts = urlsplit(url)
     scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
     if not host:
-        raise ValueError(f"{url!r} has no host")
+        raise ValueError(f"{redact_url(url)!r} has no host")
     port = parts.port or (443 if scheme == "https" else 80)
     path = parts.path if parts.path.endswith("/") else parts.path + "/"
     return scheme, host, port, path
@@ -72,13 +74,13 @@ class ClientPolicy:
             try:
                 scheme, host, port, path = _endpoint(str(url))
             except ValueError as exc:
-                raise ClientNotAllowed(f"base_url {str(url)[:200]!r}: {exc}") from None
+                raise ClientNotAllowed(f"base_url {redact_url(url)[:200]!r}: {exc}") from None
             if self.base_urls and not any(
                 (scheme, host, port) == (s, h, p) and path.startswith(prefix)
                 for s, h, p, prefix in self.base_urls
             ):
                 raise ClientNotAllowed(
-                    f"base_url {url!r} is not an endpoint this server calls; the server operator allows one "
+                    f"base_url {redact_url(url)!r} is not an endpoint this server calls; the server operator allows one "
                     "with `vf-serve --allow-base-url URL`"
                 )
 

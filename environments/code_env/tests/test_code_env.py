@@ -464,7 +464,7 @@ async def test_end_to_end_through_the_engine(
 
 def test_vf_eval_subprocess(fast_backend: str, tmp_path: Path) -> None:
     records = sample_records()[:4]
-    rules = [Rule(r["question"][:60], answer(r["reference"])) for r in records]
+    rules = [Rule(match=r["question"][:60], content=answer(r["reference"])) for r in records]
     out = tmp_path / "run"
     with ScriptedServer(rules=rules, default="no idea") as server:
         args = ["code-env", "-b", server.url, "-m", "scripted", "-n", "6", "-r", "1"]

@@ -270,6 +270,23 @@ async def test_finish_ends_the_rollout(tmp_path: Path) -> None:
     assert run.results[0]["stop_condition"] == "finished" and run.results[0]["reward"] == 0.0
 
 
+async def test_a_finish_on_the_last_allowed_turn_counts(tmp_path: Path) -> None:
+    """A correct finish(answer) made on turn max_turns runs and is scored (it was dropped: reward 0)."""
+    env = load_environment(num_examples=1, max_turns=2)
+    row = bundled_questions()[0]
+    url = row["hops"][0]["url"]
+    with ScriptedServer() as server:
+        server.enqueue(Reply(content=None, tool_calls=[tool_call("open", {"urls": [url]}, "a")]))
+        server.enqueue(
+            Reply(content=None, tool_calls=[tool_call("finish", {"final_answer": row["answer"]}, "b")])
+        )
+        run = await env.a_evaluate(server.url, "m", num_examples=1, output_dir=tmp_path)
+        assert len(server.requests) == 2  # no third model call
+    result = run.results[0]
+    assert result["error"] is None and result["reward"] == 1.0, result
+    assert result["stop_condition"] == "finished" and result["completion"][-1]["role"] == "tool"
+
+
 # --- own corpus, sources, arguments --------------------------------------------------------------------
 def test_own_corpus_directory(tmp_path: Path) -> None:
     (tmp_path / "notes").mkdir()
@@ -346,7 +363,7 @@ def test_normalised_matching_and_metrics() -> None:
 
 def test_vf_eval_cli_against_scripted_server(tmp_path: Path) -> None:
     rows = load_environment(num_examples=4).select_rows(4)
-    rules = [Rule(rows[0]["prompt"][-1]["content"], f"It is {rows[0]['answer']}.")]
+    rules = [Rule(match=rows[0]["prompt"][-1]["content"], content=f"It is {rows[0]['answer']}.")]
     with ScriptedServer(rules=rules, default="I do not know.") as server:
         args = ["deep-research-env", "-b", server.url, "-m", "m", "-n", "4", "-r", "1", "--json"]
         out = run_vf_eval(*args, "-o", str(tmp_path / "run"), cwd=tmp_path)

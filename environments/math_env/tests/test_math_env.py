@@ -285,7 +285,7 @@ async def test_end_to_end_evaluate_against_scripted_server(tmp_path: Path) -> No
 
 def test_vf_eval_cli_against_scripted_server(tmp_path: Path) -> None:
     rows = load_environment().select_rows(10)
-    rules = [Rule(q, reply) for q, reply in scripted_answers(rows, correct_every=5)]
+    rules = [Rule(match=q, content=reply) for q, reply in scripted_answers(rows, correct_every=5)]
     with ScriptedServer(rules=rules, default="no idea") as server:
         args = ["math-env", "-b", server.url, "-m", "m", "-n", "10", "-r", "1", "--json"]
         out = run_vf_eval(*args, "-o", str(tmp_path / "run"), cwd=tmp_path)

@@ -341,7 +341,7 @@ async def test_end_to_end_evaluate_against_scripted_server(tmp_path: Path) -> No
 
 def test_vf_eval_cli_against_scripted_server(tmp_path: Path) -> None:
     rows = load_environment().select_rows(10)
-    rules = [Rule(q, r) for q, r in scripted_replies(rows, correct_every=2)]
+    rules = [Rule(match=q, content=r) for q, r in scripted_replies(rows, correct_every=2)]
     with ScriptedServer(rules=rules, default="no idea") as server:
         args = ["science-env", "-b", server.url, "-m", "m", "-n", "10", "-r", "1"]
         out = run_vf_eval(*args, "-o", str(tmp_path / "run"), cwd=tmp_path)

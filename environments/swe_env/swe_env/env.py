@@ -10,7 +10,7 @@ from swe_env.grading import GRADERS, Grader
 from swe_env.limits import sandbox_limits as make_limits
 from swe_env.scaffolds import SCAFFOLDS
 from swe_env.scaffolds.base import SweEnv
-from swe_env.task import SOURCES, load_tasks
+from swe_env.sources import SOURCES, load_tasks
 
 
 def build_environment(

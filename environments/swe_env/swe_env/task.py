@@ -1,31 +1,28 @@
 """One SWE task: a buggy repository, its issue text, hidden tests and the statuses a correct fix gives.
 
-Tasks come from four sources (``load_tasks(source=...)``): ``bundled`` (the project-written tasks under
-``swe_env/tasks/``), ``generated`` (seeded mutations of repositories whose tests pass, ``swe_env.generate``),
-``r2e`` and ``swebench`` (rows of those datasets, ``swe_env.adapters``).
+Tasks come from four sources (``swe_env.sources.load_tasks``); this module reads the ``bundled`` one
+(the project-written tasks under ``swe_env/tasks/``).
 
 The pieces an environment uses: ``load_tasks`` -> ``task_to_row`` for the dataset; per rollout
-``prepare_repo(sandbox, task)`` (defined in ``swe_env.repo``, re-exported here), the agent works in
-``repo/`` (commands that run tests prefix ``swe_env.repo.RUNNER_PREFIX`` to find pytest), then
-``swe_env.grading.grade(sandbox, task, grader=...)``.
+``swe_env.repo.prepare_repo(sandbox, task)``, the agent works in ``repo/`` (commands that run tests
+prefix ``swe_env.repo.RUNNER_PREFIX`` to find pytest), then ``swe_env.grading.grade(sandbox, task,
+grader=...)``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 from swe_env.files import FileEntry, check_tree, normalized, read_tree
-from swe_env.repo import apply_patch as apply_patch, prepare_repo as prepare_repo
 from swe_env.testlog import IdStyle
 
 Status = Literal["PASSED", "FAILED"]
 STATUSES: frozenset[str] = frozenset({"PASSED", "FAILED"})
-SOURCES = ("bundled", "generated", "r2e", "swebench")
 
 
 @dataclass(frozen=True)
@@ -111,55 +108,6 @@ def load_task_dir(path: str | Path, *, source: str = "bundled") -> SweTask:
 def load_bundled(root: str | Path | None = None) -> list[SweTask]:
     base = Path(root) if root is not None else bundled_tasks_dir()
     return [load_task_dir(p) for p in sorted(base.iterdir()) if (p / "repo").is_dir()]
-
-
-def load_tasks(
-    source: str = "bundled",
-    *,
-    repos: Sequence[str | Path] | None = None,
-    num_tasks: int | None = None,
-    seed: int = 0,
-    rows: Iterable[Mapping[str, Any]] | str | Path | None = None,
-) -> list[SweTask]:
-    """The tasks of one source, in a stable order.
-
-    ``bundled``: the project-written tasks. ``generated``: ``num_tasks`` seeded mutations of ``repos``
-    (directories of Python projects whose tests pass; default: the bundled tasks' fixed repositories).
-    ``r2e`` / ``swebench``: ``rows`` of those datasets (mappings, e.g. from ``datasets``, or the path of a
-    JSON / JSON Lines file of them); a row needing a container image raises
-    ``swe_env.adapters.UnsupportedRowError`` naming it.
-    """
-    if source not in SOURCES:
-        raise ValueError(f"unknown task source {source!r}; choose one of {', '.join(SOURCES)}")
-    if source != "generated" and repos is not None:
-        raise ValueError("`repos` is only for source='generated'")
-    if source not in ("r2e", "swebench") and rows is not None:
-        raise ValueError("`rows` is only for source='r2e' or 'swebench'")
-    tasks: list[SweTask]
-    if source == "bundled":
-        tasks = load_bundled()
-    elif source == "generated":
-        from swe_env.generate import generate_tasks
-
-        tasks = generate_tasks(repos=repos, num_tasks=num_tasks, seed=seed)
-    else:
-        if rows is None:
-            raise ValueError(
-                f"source={source!r} needs `rows` (the dataset's rows); nothing is downloaded at run time"
-            )
-        from swe_env.adapters import r2e_row_to_task, read_rows, swebench_row_to_task
-
-        if isinstance(rows, str | Path):
-            rows = read_rows(rows)
-        elif isinstance(rows, Mapping):
-            raise ValueError("`rows` is a list of dataset rows (or the path of a file of them), not one row")
-        convert = r2e_row_to_task if source == "r2e" else swebench_row_to_task
-        tasks = [convert(r) for r in rows]
-    if num_tasks is not None:
-        if num_tasks < 0:
-            raise ValueError("num_tasks must be >= 0")
-        tasks = tasks[:num_tasks]
-    return tasks
 
 
 def task_to_row(task: SweTask, example_id: int) -> dict[str, Any]:

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING
 from swe_env.grading import grade, score_statuses
 from swe_env.limits import sandbox_limits
 from swe_env.repo import PatchError, apply_patch, prepare_repo
-from swe_env.task import SOURCES, SweTask, load_tasks
+from swe_env.sources import SOURCES, load_tasks
+from swe_env.task import SweTask
 
 if TYPE_CHECKING:
     from verifiers.sandbox import SandboxLimits

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from swe_env import load_environment
 from swe_env.adapters import task_to_r2e_row, task_to_swebench_row
-from swe_env.task import load_tasks
+from swe_env.sources import load_tasks
 from swe_testing import FILES_TASK, gold_edits, mini_gold_agent, r2e_gold_agent, results_of
 
 from tests.env_testing import run_vf_eval

@@ -22,7 +22,8 @@ from swe_env.adapters import (
 from swe_env.files import RepoFile, files_from_json, read_tree, tar_of_files, write_tree
 from swe_env.generate import task_from_json, task_to_json
 from swe_env.repo import repo_bundle
-from swe_env.task import load_task_dir, load_tasks
+from swe_env.sources import load_tasks
+from swe_env.task import load_task_dir
 from swe_env.validate import validate_tasks
 from swe_testing import BLOB, FILES_TASK
 

@@ -22,7 +22,7 @@ from swe_env.generate import (
 )
 from swe_env.limits import sandbox_limits
 from swe_env.mutate import OPERATORS, apply_mutation, find_mutations
-from swe_env.task import load_tasks
+from swe_env.sources import load_tasks
 
 from verifiers.sandbox import SandboxPool, get_backend
 

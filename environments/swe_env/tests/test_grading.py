@@ -11,7 +11,8 @@ import pytest
 from swe_env.grading import grade, is_test_path, score_statuses
 from swe_env.limits import sandbox_limits
 from swe_env.repo import PatchError, apply_patch, prepare_repo
-from swe_env.task import SweTask, load_tasks
+from swe_env.sources import load_tasks
+from swe_env.task import SweTask
 from swe_env.testlog import convert_ids, parse_pytest_summary, strip_ansi, to_r2e_id
 
 from verifiers.sandbox import get_backend

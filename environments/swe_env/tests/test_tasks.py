@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from swe_env.adapters import UnsupportedRowError, r2e_row_to_task, swebench_image, swebench_row_to_task
 from swe_env.grading import is_test_path
-from swe_env.task import SweTask, bundled_tasks_dir, load_task_dir, load_tasks, task_to_row
+from swe_env.sources import load_tasks
+from swe_env.task import SweTask, bundled_tasks_dir, load_task_dir, task_to_row
 
 
 def test_at_least_eight_bundled_tasks_over_distinct_libraries() -> None:

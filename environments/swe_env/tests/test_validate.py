@@ -15,7 +15,7 @@ import pytest
 from swe_env import load_environment
 from swe_env.adapters import task_to_r2e_row, task_to_swebench_row
 from swe_env.limits import sandbox_limits
-from swe_env.task import load_tasks
+from swe_env.sources import load_tasks
 from swe_env.validate import format_table, validate_tasks
 from swe_testing import FILES_TASK
 

@@ -1,4 +1,4 @@
-"""Publish-time smoke checks: one row per version (``hub_server.services.smoke``).
+"""Publish-time smoke checks: one row per version (``hub_server.smoke_checks``).
 
 Revision ID: 0005
 Revises: 0004

@@ -3,7 +3,9 @@ a real hub on a loopback port seeded by the test (SQLite).
 
 One browser (a persistent context on a fresh profile) and one page per session keep the wall time small.
 Without playwright or chromium the tests skip, or fail when ``VF_REQUIRE_BROWSER=1`` (CI). Screenshots of
-the main pages go to ``test-artifacts/screenshots/``; ``save_docs_images`` also copies two into ``docs/img/``.
+the main pages go to ``test-artifacts/screenshots/`` (ignored by git); ``save_docs_image`` copies two into
+``docs/img/`` only when ``VF_REFRESH_DOCS_IMAGES=1`` asks to refresh the README's images, so a test run
+leaves the checkout clean.
 """
 
 from __future__ import annotations
@@ -93,7 +95,9 @@ def shot(page: Any, name: str, *, full_page: bool = True) -> Path:
 
 
 def save_docs_image(source: Path, name: str) -> None:
-    """The README's hub screenshots are the tests' own (never drawn by hand)."""
+    """The README's hub screenshots are the tests' own (never drawn by hand), refreshed on request."""
+    if os.environ.get("VF_REFRESH_DOCS_IMAGES") != "1":
+        return
     DOCS_IMG.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, DOCS_IMG / name)
 

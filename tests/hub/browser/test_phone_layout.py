@@ -215,6 +215,8 @@ def test_no_page_scrolls_sideways_at_390_px(wide: tuple[Site, int], local_viewer
 
 
 def test_the_copy_button_copies_the_install_command(wide: tuple[Site, int], signed_out: Any) -> None:
+    from playwright.sync_api import expect
+
     site, _ = wide
     page = signed_out
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site.url)
@@ -224,7 +226,7 @@ def test_the_copy_button_copies_the_install_command(wide: tuple[Site, int], sign
         assert command.inner_text() == "vf-install alice/wide-env"
         button = page.locator(".install .copy-button").first
         button.click()
-        page.wait_for_function("document.querySelector('.install .copy-button').textContent === 'Copied'")
+        expect(button).to_have_text("Copied")  # not a string predicate: the page's CSP forbids evaluating it
         assert page.evaluate("navigator.clipboard.readText()") == "vf-install alice/wide-env"
     finally:
         page.context.clear_permissions()
@@ -244,3 +246,17 @@ def test_the_rollout_viewer_walks_the_run(wide: tuple[Site, int], signed_out: An
     assert len(seen) == 6 and seen[0] == "Example 0, rollout 0" and seen[-1] == "Example 2, rollout 1"
     page.locator("a[rel=prev]").click()
     assert page.locator("h1").inner_text() == "Example 2, rollout 0"
+
+
+def test_a_metric_value_never_splits_in_the_rollout_sidebar(wide: tuple[Site, int], signed_out: Any) -> None:
+    from playwright.sync_api import expect
+
+    site, run_id = wide
+    page = signed_out
+    page.set_viewport_size(PHONE)
+    page.goto(f"{site.url}/alice/wide-env/evals/{run_id}/rollouts/0/0")
+    values = page.locator("aside li .value")
+    expect(values.first).to_be_visible()
+    for i in range(values.count()):
+        # an inline value that wrapped has a box per line: "0.0" above "00" was two
+        assert values.nth(i).evaluate("el => el.getClientRects().length") == 1, values.nth(i).inner_text()

@@ -75,18 +75,28 @@ def _bad(value: str, what: str) -> str:
     raise ValueError(f"{value!r} is not {what}")
 
 
-def spec_problems(exc: Exception) -> str:
-    """A ``vf-train.toml`` error as one line: each pydantic error as ``where: what``."""
+def spec_errors(exc: Exception) -> list[str]:
+    """A ``vf-train.toml`` error as one line per problem: ``where = value as given: what``."""
     if isinstance(exc, ValidationError):
-        return "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'vf_train'}: {e['msg'].removeprefix('Value error, ')}"
-            for e in exc.errors()
-        )
-    return str(exc).replace("\n", " ")
+        out = []
+        for e in exc.errors():
+            where = ".".join(str(p) for p in e["loc"]) or "vf_train"
+            given = (
+                f" = {e['input']!r}" if e["type"] != "missing" and not isinstance(e["input"], dict) else ""
+            )
+            out.append(f"{where}{given}: {e['msg'].removeprefix('Value error, ')}")
+        return out
+    return [str(exc).replace("\n", " ")]
+
+
+def spec_problems(exc: Exception) -> str:
+    """``spec_errors`` in one line (an exception message)."""
+    return "; ".join(spec_errors(exc))
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: ``workers = true`` is not 1, nor ``http_port = "8000"`` a port (TOML has real types)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class EnvEntry(_Strict):

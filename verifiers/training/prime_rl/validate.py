@@ -36,11 +36,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from verifiers._urls import redact_url
 from verifiers.training.prime_rl import resolved
 from verifiers.training.prime_rl.release import RELEASE, check_keys
 from verifiers.training.prime_rl.render import RL_FILE, SPLIT_FILES
 from verifiers.training.prime_rl.resolved import as_int
-from verifiers.training.prime_rl.spec import LOSS_KWARGS, NAME, SPEC_FILE, RunSpec, spec_problems
+from verifiers.training.prime_rl.spec import LOSS_KWARGS, NAME, SPEC_FILE, RunSpec, spec_errors
 
 VALIDATION_FILE = "validation.json"
 _ROOTS = {
@@ -149,7 +150,8 @@ def validate(run_dir: Path, *, probe_envs: bool = True, timeout: float = 3.0) ->
     except FileNotFoundError:
         report.add("files", f"{SPEC_FILE} is missing (run vf-train render)")
     except (ValueError, tomllib.TOMLDecodeError) as exc:
-        report.add("files", f"{SPEC_FILE}: {spec_problems(exc)}")
+        for problem in spec_errors(exc):  # one line each: a count that matches what is listed
+            report.add("files", f"{SPEC_FILE}: {problem}")
     splits: dict[str, dict[str, Any]] = {}
     if rl is not None:
         for name in SPLIT_FILES:
@@ -269,14 +271,15 @@ def _seq_lens(rl: dict[str, Any]) -> tuple[int, int]:
 def _check_lengths(rl: dict[str, Any], spec: RunSpec | None, report: Report) -> str:
     orch, trainer = _seq_lens(rl)
     max_tokens = _get(rl, "orchestrator.sampling.max_tokens")
-    budget = spec.prompt_budget if spec is not None else 0
+    # Without a readable vf-train.toml the prompt budget is unknown, not 0.
+    budget = spec.prompt_budget if spec is not None else None
     if max_tokens is None:
         report.add(
             "lengths", "orchestrator.sampling.max_tokens is unset: generation is bounded only by the context"
         )
     else:
         max_tokens = _int(rl, "orchestrator.sampling.max_tokens")
-        if budget + max_tokens > orch:
+        if budget is not None and budget + max_tokens > orch:
             report.add(
                 "lengths",
                 f"prompt budget {budget} + orchestrator.sampling.max_tokens {max_tokens} = {budget + max_tokens} "
@@ -284,7 +287,12 @@ def _check_lengths(rl: dict[str, Any], spec: RunSpec | None, report: Report) -> 
             )
     if orch > trainer:
         report.add("lengths", f"orchestrator.seq_len {orch} exceeds trainer.model.seq_len {trainer}")
-    line = f"prompt budget {budget} + max_tokens {max_tokens} <= orchestrator.seq_len {orch} <= trainer.model.seq_len {trainer}"
+    shown = (
+        f"prompt budget {budget}" if budget is not None else f"prompt budget unknown ({SPEC_FILE} unreadable)"
+    )
+    line = (
+        f"{shown} + max_tokens {max_tokens} <= orchestrator.seq_len {orch} <= trainer.model.seq_len {trainer}"
+    )
     if _get(rl, "inference") is not None:
         if _get(rl, "inference.model.max_model_len") is None:
             report.add(
@@ -537,7 +545,8 @@ def _probe_env(
         served_args = info.get("env_args")
         if isinstance(served_args, dict) and served_args != args:
             report.add(
-                "envs", f"{env_id}: vf-serve at {url} runs env args {served_args}, vf-train.toml says {args}"
+                "envs",
+                f"{env_id}: vf-serve at {redact_url(url)} runs env args {served_args}, vf-train.toml says {args}",
             )
         for key, want in serve.items():
             if key in info and info[key] != want:
@@ -547,7 +556,7 @@ def _probe_env(
                 }[key]
                 report.add(
                     "envs",
-                    f"{env_id}: vf-serve at {url} runs {key} = {info[key]!r} but the run needs {want!r} "
+                    f"{env_id}: vf-serve at {redact_url(url)} runs {key} = {info[key]!r} but the run needs {want!r} "
                     f"(restart it with {flag}, as vf-train launch does)",
                 )
     except (httpx.HTTPError, ValueError):
@@ -557,7 +566,9 @@ def _probe_env(
         try:
             _, source = import_environment_module(env_id)
         except Exception as exc:  # EnvNotFoundError or an env's own import error: say which
-            report.add("envs", f"{env_id}: not reachable at {url} and not importable here ({exc})")
+            report.add(
+                "envs", f"{env_id}: not reachable at {redact_url(url)} and not importable here ({exc})"
+            )
             return {"id": env_id, "source": None, "version": None, "content_hash": None}
         rec = {
             "id": env_id,

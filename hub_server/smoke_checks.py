@@ -5,7 +5,7 @@ The check itself is the SDK's (``vf-smoke WHEEL --json``: sandboxes are the SDK'
 shares only ``verifiers.hub`` with it): each worker runs that command as a process of this interpreter
 and stores its ``verifiers.hub.wire.SmokeReport``.
 
-A check never blocks nor changes the publish: ``queue_smoke_check`` only inserts a ``queued`` row and hands
+A check never blocks nor changes the publish: ``SmokeChecks.queue`` only inserts a ``queued`` row and hands
 the work to the pool; whatever happens later (a broken environment, no sandbox, a crash of the check
 itself) ends as a ``failed`` or ``skipped`` row, logged, never as an error of the publish.
 """
@@ -20,16 +20,16 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import Literal, get_args
 
 from pydantic import BaseModel
 from sqlalchemy import select
 
+from hub_server.blobs import BlobStore
+from hub_server.db import Database
 from hub_server.models import File, SmokeCheck, utcnow
+from hub_server.settings import HubSettings
 from verifiers.hub.wire import SmokeOutcome, SmokeReport
-
-if TYPE_CHECKING:
-    from hub_server.context import Hub
 
 log = logging.getLogger("hub_server.smoke")
 
@@ -63,17 +63,25 @@ class SmokeCheckOut(BaseModel):
 
 
 class SmokeChecks:
-    """The hub's worker pool of smoke checks."""
+    """The hub's worker pool of smoke checks (``Hub.smoke_checks()`` makes it on first publish), over the
+    parts of the hub it reads and writes."""
 
-    def __init__(self, hub: Hub) -> None:
-        self.hub = hub
-        self._pool = ThreadPoolExecutor(max_workers=hub.settings.smoke_workers, thread_name_prefix="vf-smoke")
+    def __init__(self, settings: HubSettings, db: Database, blobs: BlobStore) -> None:
+        self.settings, self.db, self.blobs = settings, db, blobs
+        self._pool = ThreadPoolExecutor(max_workers=settings.smoke_workers, thread_name_prefix="vf-smoke")
         self._pending: set[Future[None]] = set()
         self._running: set[subprocess.Popen[str]] = set()  # the vf-smoke processes of running checks
         self._lock = threading.Lock()
 
     def queue(self, version_id: int) -> None:
-        if not self.hub.settings.smoke_checks:
+        """Queue the check of a just-published version. Never raises: a check must not fail a publish."""
+        try:
+            self._queue(version_id)
+        except Exception:
+            log.exception("could not queue the smoke check of version %s", version_id)
+
+    def _queue(self, version_id: int) -> None:
+        if not self.settings.smoke_checks:
             self._store(
                 version_id, "skipped", reason="smoke checks are off on this hub (VF_HUB_SMOKE_CHECKS)"
             )
@@ -108,9 +116,9 @@ class SmokeChecks:
         self._pool.shutdown(wait=True)
 
     def _run(self, version_id: int) -> None:
-        settings = self.hub.settings
+        settings = self.settings
         try:
-            with self.hub.db.read() as session:
+            with self.db.read() as session:
                 wheel = session.scalar(
                     select(File).where(File.version_id == version_id, File.kind == "bdist_wheel")
                 )
@@ -118,7 +126,7 @@ class SmokeChecks:
             if not key:
                 self._store(version_id, "failed", reason="the version has no wheel")
                 return
-            with self.hub.blobs.open(key) as f:
+            with self.blobs.open(key) as f:
                 data = f.read()
             self._store(version_id, "running")
             result = _run_vf_smoke(
@@ -153,7 +161,7 @@ class SmokeChecks:
         duration_s: float | None = None,
     ) -> None:
         finished = status in get_args(SmokeOutcome)
-        with self.hub.db.write() as session:
+        with self.db.write() as session:
             row = session.scalar(select(SmokeCheck).where(SmokeCheck.version_id == version_id))
             if row is None:
                 row = SmokeCheck(version_id=version_id, created_at=utcnow())
@@ -168,27 +176,8 @@ class SmokeChecks:
             row.finished_at = utcnow() if finished else None
 
 
-_create_lock = threading.Lock()
-
-
-def smoke_checks(hub: Hub) -> SmokeChecks:
-    """The hub's pool, made on first use (never at start-up)."""
-    with _create_lock:
-        if hub.smoke is None:
-            hub.smoke = SmokeChecks(hub)
-        return hub.smoke
-
-
-def queue_smoke_check(hub: Hub, version_id: int) -> None:
-    """Queue the check of a just-published version. Never raises: a check must not fail a publish."""
-    try:
-        smoke_checks(hub).queue(version_id)
-    except Exception:
-        log.exception("could not queue the smoke check of version %s", version_id)
-
-
-def smoke_check_of(hub: Hub, version_id: int, *, with_log: bool = False) -> SmokeCheckOut | None:
-    with hub.db.read() as session:
+def smoke_check_of(db: Database, version_id: int, *, with_log: bool = False) -> SmokeCheckOut | None:
+    with db.read() as session:
         row = session.scalar(select(SmokeCheck).where(SmokeCheck.version_id == version_id))
         return SmokeCheckOut.of(row, with_log=with_log) if row is not None else None
 

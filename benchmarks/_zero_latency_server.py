@@ -3,7 +3,7 @@
 Raw asyncio HTTP/1.1 with keep-alive and one canned completion, so the server costs as little as possible
 and the benchmark measures the client side. With ``--latency S`` every answer is written S seconds after
 its request arrived, so many requests wait at once the way they do on a real model server.
-Run: ``python benchmarks/zero_latency_server.py [PORT] [--latency S]``; prints ``PORT <n>`` once it listens.
+Run: ``python benchmarks/_zero_latency_server.py [PORT] [--latency S]``; prints ``PORT <n>`` once it listens.
 """
 
 from __future__ import annotations
