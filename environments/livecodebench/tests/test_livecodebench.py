@@ -213,11 +213,11 @@ def test_vf_eval_end_to_end(fast_backend: str, tmp_path: Path) -> None:
     """``vf-eval livecodebench -a '{"source": FILE}'`` with a scripted model answering each problem's golden
     solution, except one problem answered with another problem's solution."""
     rules = [
-        Rule(rec["question_content"], answer(SOLUTIONS[rec["question_id"]]["golden"]))
+        Rule(match=rec["question_content"], content=answer(SOLUTIONS[rec["question_id"]]["golden"]))
         for rec in records()
         if rec["question_id"] != "3481"
     ]
-    rules.append(Rule(record("3481")["question_content"], answer(SOLUTIONS["3400"]["golden"])))
+    rules.append(Rule(match=record("3481")["question_content"], content=answer(SOLUTIONS["3400"]["golden"])))
     out = tmp_path / "run"
     env_args = {"source": str(PROBLEMS), "backend": fast_backend}
     with ScriptedServer(rules=rules, default="no idea") as server:
