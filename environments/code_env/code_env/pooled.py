@@ -59,4 +59,6 @@ class PooledScorer:
                 # A sandbox that failed us is not trusted again, even if it still answers: the pool
                 # replaces it in the background.
                 pool.release(sandbox, discard=failed)
-        raise SandboxError(f"scoring failed on {self.retries + 1} sandbox(es); last error: {error}") from error
+        raise SandboxError(
+            f"scoring failed on {self.retries + 1} sandbox(es); last error: {error}"
+        ) from error

@@ -770,7 +770,9 @@ def main() -> None:
             else:
                 prelude = _prelude(source.decode("utf-8", "replace")) if spec["mode"] == "call" else {}
         except Exception as exc:  # the header is the caller's, not the solution's: say so on every test
-            results = [_failed(f"runner: the header failed: {type(exc).__name__}: {exc}") for _ in spec["inputs"]]
+            results = [
+                _failed(f"runner: the header failed: {type(exc).__name__}: {exc}") for _ in spec["inputs"]
+            ]
         else:
             gc.freeze()  # the test process's collector then leaves the runner's objects (and their pages) alone
             results = Runner(Job(code, spec, workdir, prelude)).run()

@@ -288,7 +288,9 @@ def _files(
     }
 
 
-def default_comparator(mode: Literal["stdin", "call"], tolerance: float = FLOAT_TOLERANCE) -> OutputComparator:
+def default_comparator(
+    mode: Literal["stdin", "call"], tolerance: float = FLOAT_TOLERANCE
+) -> OutputComparator:
     """The comparison code-env uses: ``stdout_matches`` for stdin/stdout tests, ``values_match`` for calls."""
     if mode == "stdin":
         return lambda got, expected: stdout_matches(str(got), expected, tolerance=tolerance)

@@ -8,6 +8,7 @@ the solutions run in ``verifiers.sandbox`` through code-env's runner. See README
 from __future__ import annotations
 
 from code_env import ScoringLimits
+
 from livecodebench.cases import InvalidTestsError, TestCase, decode_private, decode_public, unpickle_data
 from livecodebench.dataset import (
     DATASET,

@@ -107,7 +107,9 @@ def _bound(value: str | date | None, name: str) -> date | None:
     try:
         return datetime.strptime(str(value), "%Y-%m-%d").date()
     except ValueError:
-        raise ValueError(f"{name} must be a date as YYYY-MM-DD (or null for no bound), not {value!r}") from None
+        raise ValueError(
+            f"{name} must be a date as YYYY-MM-DD (or null for no bound), not {value!r}"
+        ) from None
 
 
 def contest_datetime(value: Any) -> datetime:
@@ -229,9 +231,7 @@ class ProblemSource:
     Nothing is read until ``records`` or ``indices`` is first used.
     """
 
-    def __init__(
-        self, source: str | None, *, release: str, revision: str, window: Window
-    ) -> None:
+    def __init__(self, source: str | None, *, release: str, revision: str, window: Window) -> None:
         release_versions(release)  # a bad release name fails at load time
         if source is not None and vf.data.local_path(source) is None:
             raise ValueError(
@@ -274,9 +274,9 @@ class ProblemSource:
                 kept.append(i)
         if not kept:
             raise ValueError(f"{self.describe()}: no problem has a contest_date in the window {self.window}")
-        if self.from_hub and self.revision == REVISION and self.release == DEFAULT_RELEASE:
-            if self.window == Window.parse(DEFAULT_START, DEFAULT_END):
-                self._check_count(f"problems in the window {self.window}", len(kept), DEFAULT_WINDOW_ROWS)
+        pinned = self.from_hub and self.revision == REVISION and self.release == DEFAULT_RELEASE
+        if pinned and self.window == Window.parse(DEFAULT_START, DEFAULT_END):
+            self._check_count(f"problems in the window {self.window}", len(kept), DEFAULT_WINDOW_ROWS)
         return kept
 
     def _check_count(self, what: str, got: int, expected: int) -> None:

@@ -7,8 +7,9 @@ import asyncio
 from collections import OrderedDict
 from typing import Any
 
-import verifiers as vf
 from code_env import CaseResult, PooledScorer, ProblemTests, ScoreReport, ScoringLimits, score_solution
+
+import verifiers as vf
 from livecodebench.cases import decode_private, decode_public
 from livecodebench.dataset import ProblemSource, row_label
 from livecodebench.grading import comparator, harness_header, problem_tests

@@ -21,6 +21,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from code_env import OutputComparator, ProblemTests
+
 from livecodebench.cases import InvalidTestsError, TestCase
 
 #: Modules whose public names the grader's header star-imports, in its order (a later one shadows an earlier
@@ -40,7 +41,9 @@ def harness_header() -> str:
     lines = [f"from {m} import *" for m in STAR_IMPORTS]
     lines += [f"import {m}" for m in MODULE_IMPORTS]
     lines.append(f"sys.setrecursionlimit({RECURSION_LIMIT})")
-    lines.append(f"if hasattr(sys, 'set_int_max_str_digits'): sys.set_int_max_str_digits({INT_MAX_STR_DIGITS})")
+    lines.append(
+        f"if hasattr(sys, 'set_int_max_str_digits'): sys.set_int_max_str_digits({INT_MAX_STR_DIGITS})"
+    )
     return "\n".join(lines) + "\n"
 
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from code_env import ScoringLimits, score_solution
 from lcb_testing import IN_WINDOW, PROBLEMS, SOLUTIONS, answer, malicious_row, record, records, write_rows
+from livecodebench import LiveCodeBenchEnv, decode_private, decode_public, load_environment
 
 import verifiers as vf
-from livecodebench import LiveCodeBenchEnv, decode_private, decode_public, load_environment
 from tests.env_testing import run_vf_eval
 from tests.scripted_server import Reply, Rule, ScriptedServer
 from verifiers.sandbox import get_backend
@@ -50,7 +50,10 @@ async def test_golden_and_alternative_solutions_pass_and_wrong_ones_fail(secure_
     for (qid, kind), state in results.items():
         metrics = state["metrics"]
         rec = record(qid)
-        n = len(decode_public(rec["public_test_cases"], row=qid) + decode_private(rec["private_test_cases"], row=qid))
+        n = len(
+            decode_public(rec["public_test_cases"], row=qid)
+            + decode_private(rec["private_test_cases"], row=qid)
+        )
         assert metrics["num_tests"] == n >= 20, qid
         if kind == "wrong":
             assert state["reward"] == 0.0, (qid, state["first_failure"])
@@ -121,7 +124,12 @@ async def test_without_early_exit_every_test_runs(fast_backend: str, tmp_path: P
         "print('Even')\n"
     )
     env = load_environment(
-        str(PROBLEMS), start_date=None, backend=fast_backend, timeout_per_test=0.5, early_exit=False, pool_size=1
+        str(PROBLEMS),
+        start_date=None,
+        backend=fast_backend,
+        timeout_per_test=0.5,
+        early_exit=False,
+        pool_size=1,
     )
     try:
         state = await score(env, "abc899_a", code)
@@ -156,7 +164,8 @@ async def test_a_killed_sandbox_is_an_infra_error(fast_backend: str) -> None:
         pool = await env.scorer.pool()
         state = fake_state(env, "abc900_a", answer(TLE))
         scoring = asyncio.create_task(env.score_rollout(state))
-        while not pool._leased:  # the rollout holds the sandbox: it runs the tests
+        # the rollout holds the sandbox once it runs the tests (the pool offers no event for it)
+        while not pool._leased:  # noqa: ASYNC110
             await asyncio.sleep(0.05)
         await asyncio.sleep(0.5)
         next(iter(pool._leased))._kill()
@@ -178,8 +187,9 @@ async def test_a_malicious_row_is_an_env_error_that_runs_nothing(fast_backend: s
     finally:
         await env.teardown()
     assert state["reward"] is None and state["error"]["category"] == "env"
-    assert "livecodebench row 11 (question_id 'abc999_x'): private_test_cases: refused to unpickle" in (
-        state["error"]["message"]
+    assert (
+        "livecodebench row 11 (question_id 'abc999_x'): private_test_cases: refused to unpickle"
+        in (state["error"]["message"])
     )
     assert not marker.exists()
     assert ok["reward"] == 1.0  # the other rows are unaffected
@@ -194,10 +204,14 @@ def solution_for(body: dict[str, Any]) -> Reply:
     return Reply(content="no idea")
 
 
-async def test_end_to_end_through_the_engine(scripted: ScriptedServer, fast_backend: str, tmp_path: Path) -> None:
+async def test_end_to_end_through_the_engine(
+    scripted: ScriptedServer, fast_backend: str, tmp_path: Path
+) -> None:
     env = load_environment(str(PROBLEMS), backend=fast_backend, pool_size=4)
     scripted.handler = solution_for
-    await env.a_evaluate(scripted.url, "m", output_dir=tmp_path / "run", max_concurrent=8, rollouts_per_example=2)
+    await env.a_evaluate(
+        scripted.url, "m", output_dir=tmp_path / "run", max_concurrent=8, rollouts_per_example=2
+    )
     rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 2 * len(IN_WINDOW)
     assert all(r["reward"] == 1.0 and r["error"] is None for r in rows), [r["first_failure"] for r in rows]

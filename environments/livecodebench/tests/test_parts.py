@@ -13,22 +13,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import livecodebench as lcb
+import livecodebench.dataset as dataset_module
 import pytest
 from lcb_testing import (
     IN_WINDOW,
     OUT_OF_WINDOW,
     PROBLEMS,
-    Exploit,
     encode,
     malicious_row,
     record,
     records,
     write_rows,
 )
-
-import livecodebench as lcb
-import livecodebench.dataset as dataset_module
-import verifiers as vf
 from livecodebench import (
     InvalidTestsError,
     Window,
@@ -43,6 +40,8 @@ from livecodebench import (
 )
 from livecodebench.cases import MAX_DECOMPRESSED_BYTES, UnsafePickleError
 from livecodebench.dataset import ProblemSource, release_files, release_rows
+
+import verifiers as vf
 
 ROW = "livecodebench row 0 (question_id 'x')"
 
@@ -111,7 +110,7 @@ def test_only_plain_data_is_unpickled(payload: Any, why: str) -> None:
 
 def test_pickle_opcodes_that_reach_globals_or_persistent_ids_are_refused() -> None:
     # protocol 0 GLOBAL + REDUCE, by hand: c<module>\n<name>\n(<args>tR.
-    with pytest.raises(UnsafePickleError, match="refers to builtins.eval"):
+    with pytest.raises(UnsafePickleError, match=r"refers to builtins\.eval"):
         unpickle_data(b"cbuiltins\neval\n(S'1+1'\ntR.")
     with pytest.raises(UnsafePickleError, match="persistent id"):
         unpickle_data(b"Pfoo\n.")
@@ -226,7 +225,9 @@ def test_the_default_source_checks_its_row_count(monkeypatch: pytest.MonkeyPatch
     env = load_environment()
     with pytest.raises(ValueError) as caught:
         env.select_rows()
-    assert "livecodebench/code_generation_lite@0fe84c3 release_v6: expected 1055 rows, got 11" in str(caught.value)
+    assert "livecodebench/code_generation_lite@0fe84c3 release_v6: expected 1055 rows, got 11" in str(
+        caught.value
+    )
     assert asked == [dataset_module.hub_data_files("release_v6")]
 
 
@@ -234,7 +235,9 @@ def test_the_default_window_checks_its_problem_count(monkeypatch: pytest.MonkeyP
     # 1055 rows (the release's count) of which only a few fall in the default window
     many = [dict(records()[i % 11], question_id=f"q{i}") for i in range(1055)]
     fake_hub(monkeypatch, many)
-    with pytest.raises(ValueError, match=r"expected 454 problems in the window 2024-08-01 – 2025-05-01, got 863"):
+    with pytest.raises(
+        ValueError, match=r"expected 454 problems in the window 2024-08-01 – 2025-05-01, got 863"
+    ):
         load_environment().select_rows()
     # another window: no count to check against
     assert len(load_environment(start_date="2025-05-02", end_date=None).select_rows()) == 96
@@ -251,7 +254,9 @@ def test_the_hub_files_load_through_datasets(monkeypatch: pytest.MonkeyPatch, tm
     write_rows(tmp_path / "test.jsonl", rows[:6])
     write_rows(tmp_path / "test2.jsonl", rows[6:])
     monkeypatch.setattr(
-        dataset_module, "hub_data_files", lambda release, revision: [str(tmp_path / f) for f in release_files("release_v2")]
+        dataset_module,
+        "hub_data_files",
+        lambda release, revision: [str(tmp_path / f) for f in release_files("release_v2")],
     )
     env = load_environment(release="release_v2", revision="local")
     from_hub = env.select_rows()
@@ -280,12 +285,16 @@ def test_a_row_outside_the_schema_is_an_error_naming_it(tmp_path: Path) -> None:
     rows = records()
     rows[4] = dict(rows[4], platform="topcoder")
     env = load_environment(str(write_rows(tmp_path / "bad.jsonl", rows)))
-    with pytest.raises(ValueError, match=r"livecodebench row 4 \(question_id '2041A'\): platform: Input should be"):
+    with pytest.raises(
+        ValueError, match=r"livecodebench row 4 \(question_id '2041A'\): platform: Input should be"
+    ):
         env.select_rows()
     rows = records()
     del rows[2]["question_content"]
     env = load_environment(str(write_rows(tmp_path / "bad2.jsonl", rows)))
-    with pytest.raises(ValueError, match=r"row 2 \(question_id 'abc905_b'\): question_content: Field required"):
+    with pytest.raises(
+        ValueError, match=r"row 2 \(question_id 'abc905_b'\): question_content: Field required"
+    ):
         env.select_rows()
 
 
@@ -316,7 +325,9 @@ def test_the_prompt_is_the_official_template() -> None:
         f"enclose your code within delimiters.\n```python\n{starter}\n```\n\n"
         "### Answer: (use the provided format with backticks)\n\n"
     )
-    assert [m["role"] for m in load_environment(str(PROBLEMS), system_prompt=None).select_rows(1)[0]["prompt"]] == ["user"]
+    assert [
+        m["role"] for m in load_environment(str(PROBLEMS), system_prompt=None).select_rows(1)[0]["prompt"]
+    ] == ["user"]
 
 
 @pytest.mark.parametrize(
