@@ -1,7 +1,9 @@
 """code-env: Python programming problems, scored by running their tests in a sandbox.
 
 ``load_environment()`` gives a single-turn environment over the bundled sample of problems;
-``score_solution(code, tests, sandbox)`` is the scorer on its own (one sandbox round trip per problem).
+``score_solution(code, tests, sandbox)`` is the scorer on its own (one sandbox round trip per problem), and
+``PooledScorer`` runs it on a warm pool of sandboxes with retries (both used by other environments, such as
+livecodebench).
 See README.md for the data formats, the comparison rules and the arguments.
 """
 
@@ -9,11 +11,14 @@ from __future__ import annotations
 
 from code_env.env import CodeEnv
 from code_env.parsing import CodeParser, extract_code
+from code_env.pooled import PooledScorer
 from code_env.scoring import (
     CaseResult,
+    OutputComparator,
     ProblemTests,
     ScoreReport,
     ScoringLimits,
+    default_comparator,
     score_solution,
     stdout_matches,
     values_match,
@@ -25,9 +30,12 @@ __all__ = [
     "CaseResult",
     "CodeEnv",
     "CodeParser",
+    "OutputComparator",
+    "PooledScorer",
     "ProblemTests",
     "ScoreReport",
     "ScoringLimits",
+    "default_comparator",
     "extract_code",
     "load_environment",
     "sample_records",

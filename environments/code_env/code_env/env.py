@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import verifiers as vf
 from code_env.parsing import CodeParser
+from code_env.pooled import PooledScorer
 from code_env.scoring import CaseResult, ProblemTests, ScoreReport, ScoringLimits, score_solution
-from verifiers.errors import SandboxError
-from verifiers.sandbox import LazySandboxPool
-
-log = logging.getLogger("code_env")
 
 
 class CodeEnv(vf.SingleTurnEnv):
@@ -33,25 +29,22 @@ class CodeEnv(vf.SingleTurnEnv):
         tolerance: float = 1e-3,
         **kwargs: Any,
     ) -> None:
-        if sandbox_retries < 0:
-            raise ValueError("sandbox_retries cannot be negative")
         self.limits = limits or ScoringLimits()
         self.max_tests = max_tests
-        self.sandbox_retries = sandbox_retries
         self.tolerance = tolerance
-        self._sandboxes = LazySandboxPool(
-            backend, size=pool_size, limits=self.limits.sandbox_limits(max_tests)
+        self.scorer = PooledScorer(
+            backend, size=pool_size, limits=self.limits.sandbox_limits(max_tests), retries=sandbox_retries
         )
         super().__init__(parser=CodeParser(), rubric=vf.Rubric([self.passed]), **kwargs)
 
     # --- sandboxes ---------------------------------------------------------------------------------
     async def setup(self) -> None:
         await super().setup()
-        await self._sandboxes.get()
+        await self.scorer.start()
 
     async def teardown(self) -> None:
         try:
-            await self._sandboxes.close()
+            await self.scorer.close()
         finally:
             await super().teardown()
 
@@ -60,26 +53,9 @@ class CodeEnv(vf.SingleTurnEnv):
 
         Returns the report and the name of the backend that ran it.
         """
-        pool = await self._sandboxes.get()
-        error: SandboxError | None = None
-        for attempt in range(self.sandbox_retries + 1):
-            sandbox = await pool.acquire()
-            failed = False
-            try:
-                report = await score_solution(
-                    code, tests, sandbox, limits=self.limits, tolerance=self.tolerance
-                )
-                return report, sandbox.backend
-            except SandboxError as exc:
-                error, failed = exc, True
-                log.warning("code-env: sandbox failure (attempt %d): %s", attempt + 1, exc)
-            finally:
-                # A sandbox that failed us is not trusted again, even if it still answers: the pool
-                # replaces it in the background.
-                pool.release(sandbox, discard=failed)
-        raise SandboxError(
-            f"scoring failed on {self.sandbox_retries + 1} sandbox(es); last error: {error}"
-        ) from error
+        return await self.scorer.run(
+            lambda sandbox: score_solution(code, tests, sandbox, limits=self.limits, tolerance=self.tolerance)
+        )
 
     # --- reward ------------------------------------------------------------------------------------
     async def passed(self, completion: vf.Messages, info: dict[str, Any], state: vf.State) -> vf.Score:

@@ -4,13 +4,17 @@ its code object precompiled when it can, through a short ``python3 -c`` loader).
 It is never imported by ``code_env``; its source is uploaded with every problem, so it must stay a
 self-contained, standard-library-only script for any Python 3.8+ (the sandbox's own interpreter).
 
-The bundle holds ``solution.py`` and ``tests.json`` (``mode``, ``fn_name``, ``inputs``, limits) but no
-expected outputs: those stay outside the sandbox, so a solution cannot read them, and comparing happens
+The bundle holds ``solution.py`` and ``tests.json`` (``mode``, ``fn_name``, ``inputs``, limits, and the
+optional ``header`` and ``stop_on_failure``) but no expected outputs: those stay outside the sandbox, so a solution cannot read them, and comparing happens
 outside too. The runner compiles the solution once and prints one JSON report line:
 ``{"results": [{"status", "out", "error", "time"}, ...]}``.
 
 Statuses: ``ok`` (ran to completion), ``error`` (exception, non-zero exit, unserialisable result),
-``timeout`` (wall clock or CPU limit), ``killed`` (other signal, e.g. output or memory limit).
+``timeout`` (wall clock or CPU limit), ``killed`` (other signal, e.g. output or memory limit), ``skipped``
+(not run: ``stop_on_failure`` and an earlier test did not run to completion).
+
+``header`` is Python source the runner executes once, before the tests; the names it defines are predefined
+in every test's namespace (both modes), in place of the default names of call tests (see ``_prelude``).
 
 How tests run: process creation is the dominant cost under gVisor's ptrace platform (~15-35 ms a fork),
 so the runner forks one *test process* that runs the tests one after another and streams one JSON line
@@ -121,6 +125,14 @@ def _prelude(source: str) -> dict[str, Any]:
     return names
 
 
+def _header_prelude(header: str) -> dict[str, Any]:
+    """The names ``header`` defines (dunder names aside), from one execution in the runner: imports and
+    settings it makes (``sys.setrecursionlimit``) are in place before the test processes are forked."""
+    names: dict[str, Any] = {"__name__": "__header__"}
+    exec(compile(header, "header.py", "exec", dont_inherit=True), names)
+    return {k: v for k, v in names.items() if not (k.startswith("__") and k.endswith("__"))}
+
+
 def _lower_limit(kind: int, soft: int, hard: int | None = None) -> None:
     """Lower a resource limit, the hard one too so the solution cannot raise it back (never above
     the hard limit the sandbox already imposes)."""
@@ -151,6 +163,16 @@ class Job:
         #: CPU seconds a test may use (the per-process limit of one process per test, as before).
         self.cpu_budget = int(self.timeout) + 1
         self.output_limit = int(spec.get("max_output_bytes") or 1 << 24)
+        self.stop_on_failure = bool(spec.get("stop_on_failure"))
+        #: Prelude names bound to the runner's standard streams (``from sys import *`` in a header): each
+        #: test gets its own streams under those names.
+        runner_streams = (sys.stdin, sys.stdout, sys.stderr)
+        self.stream_names = {
+            name: i
+            for name, value in prelude.items()
+            for i, stream in enumerate(runner_streams)
+            if value is stream
+        }
 
     def path(self, kind: str, index: int) -> str:
         return os.path.join(self.workdir, f"{kind}_{index}")
@@ -281,8 +303,9 @@ class TestProcess:
         module = types.ModuleType("solution" if job.call_mode else "__main__")
         module.__file__ = "solution.py"
         sys.modules[module.__name__] = module  # dataclasses, pickle and friends look modules up
-        if job.call_mode:
-            module.__dict__.update(job.prelude)
+        module.__dict__.update(job.prelude)
+        for name, stream in job.stream_names.items():
+            module.__dict__[name] = self.streams[stream]
         report: dict[str, Any] = {"i": index, "status": "ok"}
         keep_going = True
         exit_code = 0
@@ -532,6 +555,10 @@ def _failed(error: str) -> dict[str, Any]:
     return {"status": "error", "out": None, "error": error, "time": 0.0}
 
 
+def _skipped() -> dict[str, Any]:
+    return {"status": "skipped", "out": None, "error": None, "time": 0.0}
+
+
 class Runner:
     """Runs every test of a job through as few test processes as it can."""
 
@@ -539,15 +566,18 @@ class Runner:
         self.job = job
         self.results: list[dict[str, Any] | None] = [None] * job.n
         self.next = 0  # the first test without a result
+        #: A test did not run to completion and the job stops at the first such test.
+        self.stopped = False
 
     def run(self) -> list[dict[str, Any]]:
-        while self.next < self.job.n:
+        while self.next < self.job.n and not self.stopped:
             try:
                 self._write_inputs(self.next)
                 self._drive()
             except Exception as exc:  # e.g. the solution replaced the work directory with a file
                 self._finish(self.next, _failed(f"runner: {type(exc).__name__}: {exc}"))
-        return [r or _failed("runner: the test did not run") for r in self.results]
+        missing = _skipped() if self.stopped else _failed("runner: the test did not run")
+        return [r or dict(missing) for r in self.results]
 
     def _write_inputs(self, start: int) -> None:
         """The stdin files of tests ``start``...: written by the runner, which has no output limit; a
@@ -626,6 +656,8 @@ class Runner:
                             self._finish(index, _failed(f"runner: the test could not start ({report[STOP]})"))
                         return None
                     self._finish(index, self._from_report(index, report))
+                    if self.stopped:
+                        return None  # the caller kills the test process
                     began = time.monotonic()
                     continue
             self._finish(index, self._from_exit(index, *ended, time.monotonic() - began))
@@ -635,6 +667,8 @@ class Runner:
     def _finish(self, index: int, result: dict[str, Any]) -> None:
         self.results[index] = result
         self.next = index + 1
+        if self.job.stop_on_failure and result.get("status") != "ok":
+            self.stopped = True
         for kind in ("err",) if self.job.call_mode else ("in", "out", "err"):
             try:
                 os.unlink(self.job.path(kind, index))
@@ -729,9 +763,19 @@ def main() -> None:
         error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         results = [{"status": "error", "out": None, "error": error, "time": 0.0} for _ in spec["inputs"]]
     else:
-        prelude = _prelude(source.decode("utf-8", "replace")) if spec["mode"] == "call" else {}
-        gc.freeze()  # the test process's collector then leaves the runner's objects (and their pages) alone
-        results = Runner(Job(code, spec, workdir, prelude)).run()
+        header = spec.get("header")
+        try:
+            if header:
+                prelude = _header_prelude(header)
+            else:
+                prelude = _prelude(source.decode("utf-8", "replace")) if spec["mode"] == "call" else {}
+        except Exception as exc:  # the header is the caller's, not the solution's: say so on every test
+            results = [
+                _failed(f"runner: the header failed: {type(exc).__name__}: {exc}") for _ in spec["inputs"]
+            ]
+        else:
+            gc.freeze()  # the test process's collector then leaves the runner's objects (and their pages) alone
+            results = Runner(Job(code, spec, workdir, prelude)).run()
     _remove_tree(workdir)  # a reused sandbox starts the next problem clean
     sys.stdout.write(json.dumps({"results": results}) + "\n")
     sys.stdout.flush()

@@ -12,7 +12,7 @@ import marshal
 import math
 import sys
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any, Literal
@@ -24,15 +24,20 @@ from verifiers.sandbox import Sandbox, SandboxLimits
 
 __all__ = [
     "CaseResult",
+    "OutputComparator",
     "ProblemTests",
     "ScoreReport",
     "ScoringLimits",
+    "default_comparator",
     "score_solution",
     "stdout_matches",
     "values_match",
 ]
 
 FLOAT_TOLERANCE = 1e-3
+#: ``compare(got, expected)``: whether a test's output passes. ``got`` is the program's stdout (stdin/stdout
+#: tests) or the function's return value decoded from JSON (call tests); ``expected`` is the test's output.
+OutputComparator = Callable[[Any, Any], bool]
 #: First line the runner prints: without it the runner never started (an infrastructure problem).
 RUNNER_STARTED = "VF-CODE-RUNNER-STARTED"
 
@@ -91,7 +96,7 @@ class ScoringLimits(BaseModel):
         )
 
 
-CaseStatus = Literal["passed", "wrong", "error", "timeout", "killed"]
+CaseStatus = Literal["passed", "wrong", "error", "timeout", "killed", "skipped"]
 
 
 class CaseResult(BaseModel):
@@ -130,6 +135,16 @@ class ScoreReport(BaseModel):
     @property
     def timeouts(self) -> int:
         return sum(c.status == "timeout" for c in self.cases)
+
+    @property
+    def num_run(self) -> int:
+        """Tests that ran (all but those ``stop_on_failure`` skipped)."""
+        return sum(c.status != "skipped" for c in self.cases)
+
+    @property
+    def runtime_errors(self) -> int:
+        """Tests that raised, exited non-zero or were killed (memory, output, a signal)."""
+        return sum(c.status in ("error", "killed") for c in self.cases)
 
     def metrics(self) -> dict[str, float]:
         return {
@@ -248,9 +263,23 @@ def runner_code() -> bytes:
     return tag + b"\n" + marshal.dumps(compile(runner_source(), "runner.py", "exec"))
 
 
-def _files(code: str, tests: ProblemTests, limits: ScoringLimits) -> dict[str, bytes]:
+def _files(
+    code: str,
+    tests: ProblemTests,
+    limits: ScoringLimits,
+    *,
+    header: str | None = None,
+    stop_on_failure: bool = False,
+) -> dict[str, bytes]:
     """The solution, the test inputs and the runner, as uploaded into the sandbox."""
-    spec = {"mode": tests.mode, "fn_name": tests.fn_name, "inputs": tests.inputs, **limits.model_dump()}
+    spec = {
+        "mode": tests.mode,
+        "fn_name": tests.fn_name,
+        "inputs": tests.inputs,
+        **limits.model_dump(),
+        "header": header,
+        "stop_on_failure": stop_on_failure,
+    }
     return {
         "solution.py": code.encode(),
         "tests.json": json.dumps(spec, ensure_ascii=False).encode(),
@@ -259,7 +288,16 @@ def _files(code: str, tests: ProblemTests, limits: ScoringLimits) -> dict[str, b
     }
 
 
-def _compare(raw: Sequence[Mapping[str, Any]], tests: ProblemTests, tolerance: float) -> ScoreReport:
+def default_comparator(
+    mode: Literal["stdin", "call"], tolerance: float = FLOAT_TOLERANCE
+) -> OutputComparator:
+    """The comparison code-env uses: ``stdout_matches`` for stdin/stdout tests, ``values_match`` for calls."""
+    if mode == "stdin":
+        return lambda got, expected: stdout_matches(str(got), expected, tolerance=tolerance)
+    return lambda got, expected: values_match(got, expected, tolerance=tolerance)
+
+
+def _compare(raw: Sequence[Mapping[str, Any]], tests: ProblemTests, compare: OutputComparator) -> ScoreReport:
     cases: list[CaseResult] = []
     for i, expected in enumerate(tests.outputs):
         r = raw[i]
@@ -267,12 +305,11 @@ def _compare(raw: Sequence[Mapping[str, Any]], tests: ProblemTests, tolerance: f
         time_s = float(r.get("time") or 0.0)
         if status == "ok":
             out = r.get("out")
-            ok = (
-                stdout_matches(str(out), expected, tolerance=tolerance)
-                if tests.mode == "stdin"
-                else values_match(out, expected, tolerance=tolerance)
-            )
-            cases.append(CaseResult(status="passed" if ok else "wrong", time=time_s))
+            if tests.mode == "stdin":
+                out = str(out)
+            cases.append(CaseResult(status="passed" if compare(out, expected) else "wrong", time=time_s))
+        elif status == "skipped":
+            cases.append(CaseResult(status="skipped"))
         elif status in ("error", "timeout", "killed"):
             detail = r.get("error")
             cases.append(
@@ -284,7 +321,11 @@ def _compare(raw: Sequence[Mapping[str, Any]], tests: ProblemTests, tolerance: f
 
 
 def parse_runner_output(
-    stdout: str, tests: ProblemTests, *, tolerance: float = FLOAT_TOLERANCE
+    stdout: str,
+    tests: ProblemTests,
+    *,
+    tolerance: float = FLOAT_TOLERANCE,
+    compare: OutputComparator | None = None,
 ) -> ScoreReport:
     """Turn the runner's stdout into a report.
 
@@ -301,7 +342,7 @@ def parse_runner_output(
             continue
         results = report.get("results") if isinstance(report, dict) else None
         if isinstance(results, list) and len(results) == len(tests.inputs):
-            return _compare(results, tests, tolerance)
+            return _compare(results, tests, compare or default_comparator(tests.mode, tolerance))
     failed = CaseResult(status="error", detail="the test runner was killed before reporting")
     return ScoreReport(cases=[failed.model_copy() for _ in tests.inputs])
 
@@ -313,8 +354,17 @@ async def score_solution(
     *,
     limits: ScoringLimits | None = None,
     tolerance: float = FLOAT_TOLERANCE,
+    compare: OutputComparator | None = None,
+    header: str | None = None,
+    stop_on_failure: bool = False,
 ) -> ScoreReport:
     """Run every test of a problem against ``code`` in ``sandbox`` (one upload, one exec).
+
+    ``compare`` replaces the default comparison (``default_comparator``; ``tolerance`` is its float
+    tolerance). ``header`` is Python source run once in the sandbox before the tests: the names it defines
+    are predefined in every test (both modes), instead of the default names of call tests. With
+    ``stop_on_failure`` the runner stops at the first test that does not run to completion (error, timeout,
+    killed): the rest are ``skipped``. Wrong answers cannot stop it, since outputs are compared out here.
 
     Raises ``SandboxError`` when the sandbox fails (the caller may retry on a fresh
     one); a solution that crashes, hangs or misbehaves only fails its tests.
@@ -324,7 +374,8 @@ async def score_solution(
     if not suite.inputs:
         return ScoreReport(cases=[])
     workdir = f"code-env-{uuid.uuid4().hex[:12]}"  # unique, so a shared sandbox can score concurrently
-    await sandbox.upload_files(_files(code, suite, limits), workdir)
+    files = _files(code, suite, limits, header=header, stop_on_failure=stop_on_failure)
+    await sandbox.upload_files(files, workdir)
     # The runner enforces each test's timeout; this outer bound only catches a wedged runner.
     budget = len(suite.inputs) * (limits.timeout + 1.0) + 15.0
     # No -I: the runner drops the working and bundle directories from sys.path itself.
@@ -332,4 +383,4 @@ async def score_solution(
     if result.timed_out:
         stuck = CaseResult(status="timeout", time=limits.timeout, detail="the test runner ran out of time")
         return ScoreReport(cases=[stuck.model_copy() for _ in suite.inputs])
-    return parse_runner_output(result.stdout, suite, tolerance=tolerance)
+    return parse_runner_output(result.stdout, suite, tolerance=tolerance, compare=compare)
