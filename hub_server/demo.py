@@ -44,6 +44,7 @@ BUNDLED = (
     "deep_research_env",
     "gpqa",
     "hle",
+    "livecodebench",
     "logic_env",
     "math_env",
     "mmlu_pro",

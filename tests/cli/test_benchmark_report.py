@@ -14,10 +14,10 @@ import pytest
 
 from tests.cli._helpers import ROOT, RULES, assert_one_line_error, clean_env, run_cli, run_dirs
 from verifiers.eval.config import ConfigError, load_suite
-from verifiers.eval.report import package_drift, report_row, to_markdown
+from verifiers.eval.report import ReportRow, describe_data, package_drift, report_row, to_markdown
 from verifiers.hub.packaging import module_name
 from verifiers.hub.wire import wilson_interval
-from verifiers.types import RunCounts, RunMetadata
+from verifiers.types import DatasetRecord, RunCounts, RunMetadata
 
 INTELLECT3 = ROOT / "suites" / "intellect3.toml"
 #: INTELLECT-3's evaluation table (model card / technical report): environment id -> value in percent.
@@ -276,3 +276,24 @@ def test_five_perfect_rollouts_get_an_interval_not_plus_minus_zero() -> None:
     assert "±" not in text
     md = to_markdown([report_row(_meta(1.0, 0.0, 5), reference=90.0)])
     assert "| avg@1 100.0 | [56.6, 100.0] |" in md and "±" not in md
+
+
+def test_every_row_says_which_data_it_was_measured_on() -> None:
+    """A LiveCodeBench number means nothing without its window: the report names each run's data."""
+    lcb = DatasetRecord(
+        dataset="livecodebench/code_generation_lite",
+        revision="0fe84c3912ea0c4d4a78037083943e8f0c4dd505",
+        configs=["release_v6"],
+        split="test",
+        rows=454,
+        sha256="0" * 64,
+        selection={"start_date": "2024-08-01", "end_date": "2025-05-01", "source_rows": 1055},
+    )
+    text = describe_data(lcb)
+    assert text == (
+        "livecodebench/code_generation_lite@0fe84c3 release_v6, start_date 2024-08-01, end_date 2025-05-01: "
+        "454 rows"
+    )
+    assert describe_data(None) is None
+    md = to_markdown([ReportRow(benchmark="LiveCodeBench v6", env_id="livecodebench", data=text)])
+    assert f"- LiveCodeBench v6: {text}" in md.splitlines()

@@ -171,10 +171,11 @@ CLASSIFIED: dict[str, dict[str, Entry]] = {
         "vf-eval @ suites/intellect3.toml -m MODEL -b URL --push": Skip(
             "gpu", "the same six full benchmarks, then a hub"
         ),
-        "vf-eval @ suites/intellect3.toml -m MODEL -b URL --dry-run": Skip(
-            "broken",
-            "issue 31: the six environments (aime2024, aime2025, livecodebench, gpqa, hle, mmlu-pro) are not "
-            "in this checkout yet; with them: Run(MODEL, subs MODEL -> scripted, URL -> {model_url})",
+        "vf-eval @ suites/intellect3.toml -m MODEL -b URL --dry-run": Run(
+            MODEL,
+            subs=(("MODEL", "scripted"), ("URL", "{model_url}")),
+            why=SCRIPTED,
+            expect=r"LiveCodeBench v6[\s\S]*rollouts_per_example[\s\S]*prime-rl's INTELLECT-3 eval config",
         ),
         "vf-eval @ suites/example.toml -m MODEL -b URL --dry-run": Run(
             MODEL,
@@ -388,6 +389,20 @@ CLASSIFIED: dict[str, dict[str, Entry]] = {
             "illustrative",
             "MODEL and URL are the reader's, and a judge there must answer HLE's structured verdict; "
             "environments/hle/tests run this against a scripted model and a scripted judge",
+        ),
+    },
+    "environments/livecodebench/README.md": {
+        "vf-eval livecodebench -m MODEL -b URL": Skip(
+            "illustrative",
+            "MODEL and URL are the reader's; all 454 problems of the window need the hub dataset",
+        ),
+        'vf-eval livecodebench -m MODEL -b URL -a \'{"source": "sample"}\' -r 1': Run(
+            frozenset({"model_server", "sandbox"}),
+            subs=(("MODEL", "scripted"), ("URL", "{model_url}")),
+            why=SCRIPTED,
+        ),
+        'vf-eval livecodebench -m MODEL -b URL -a \'{"source": "problems.jsonl", "start_date": null, "end_date": null}\'': Skip(
+            "illustrative", "problems.jsonl is the reader's copy of the dataset"
         ),
     },
     "environments/code_env/README.md": {

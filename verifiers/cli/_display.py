@@ -282,13 +282,14 @@ class SuiteRow:
 
 def report_table(rows: Sequence[ReportRow], *, title: str, pushed: Sequence[bool] | None = None) -> Table:
     """A benchmark report (``verifiers.eval.report``) as a terminal table: the columns of its markdown
-    form, then model, environment, errors, status, whether it was pushed (a suite's ``--push``) and the run directory."""
+    form, then model, environment, the data it saw (dataset, commit, window), errors, status, whether it was pushed (a suite's ``--push``) and the run directory."""
     t = Table(title=title, title_justify="left")
     t.add_column("#", justify="right", no_wrap=True)
     for i, name in enumerate(REPORT_COLUMNS):
         t.add_column(name, justify="left" if i == 0 else "right", no_wrap=True)
     t.add_column("model", no_wrap=True)
     t.add_column("environment", no_wrap=True)
+    t.add_column("data", overflow="fold")
     t.add_column("errors")
     t.add_column("status", no_wrap=True)
     if pushed is not None:
@@ -303,6 +304,7 @@ def report_table(rows: Sequence[ReportRow], *, title: str, pushed: Sequence[bool
             *(escape(c) for c in row.cells()),
             escape(row.model or "–"),
             escape(f"{row.env_id} {row.env_version}" if row.env_version else row.env_id),
+            escape(row.data or "–"),
             _errors_text(row.errors),
             status,
             *extra,

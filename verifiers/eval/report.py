@@ -24,7 +24,7 @@ from verifiers.eval.config import DEFAULT_SOURCE, PACKAGE_SOURCE, SUITE_SOURCE, 
 from verifiers.eval.results import RunDirectory
 from verifiers.hub.packaging import normalize_name
 from verifiers.hub.wire import reward_interval
-from verifiers.types import RunMetadata
+from verifiers.types import DatasetRecord, RunMetadata
 
 #: Column headers of the report, in order (markdown, terminal and the JSON's ``columns``).
 REPORT_COLUMNS = ("benchmark", "avg@k", "95% CI", "pass@k", "n", "reference", "tokens")
@@ -62,6 +62,8 @@ class ReportRow(BaseModel):
     path: str | None = None
     #: Why there is no result (the run failed before it finished).
     failure: str | None = None
+    #: The data the run saw, in words (``describe_data``): which dataset, commit, subset or window, how many rows.
+    data: str | None = None
 
     @property
     def delta(self) -> float | None:
@@ -102,6 +104,20 @@ def _tokens(n: int) -> str:
     return str(n)
 
 
+def describe_data(record: DatasetRecord | None) -> str | None:
+    """``metadata.json``'s ``dataset`` in one line, e.g. ``livecodebench/code_generation_lite@0fe84c3
+    release_v6, start_date 2024-08-01, end_date 2025-05-01: 454 rows`` (a benchmark's number means nothing
+    without the data, and LiveCodeBench's without its window)."""
+    if record is None:
+        return None
+    where = record.dataset + (f"@{record.revision[:7]}" if record.revision else "")
+    parts = [where, *record.configs]
+    chosen = ", ".join(
+        f"{k} {v}" for k, v in record.selection.items() if v is not None and k != "source_rows"
+    )
+    return " ".join(parts) + (f", {chosen}" if chosen else "") + f": {record.rows} rows"
+
+
 def report_row(
     meta: RunMetadata,
     *,
@@ -132,6 +148,7 @@ def report_row(
         status=meta.status,
         errors=dict(meta.counts.errored),
         path=str(path) if path is not None else None,
+        data=describe_data(meta.dataset),
     )
 
 
@@ -217,6 +234,9 @@ def to_markdown(rows: Sequence[ReportRow], *, model: str | None = None) -> str:
         "score interval over the scored rollouts; pass@k: unbiased estimate; reference: the model card's "
         "value (avg@k minus it in brackets); tokens: prompt + completion.",
     ]
+    described = [r for r in rows if r.data]
+    if described:
+        lines += ["", "Data:", ""] + [f"- {r.benchmark}: {r.data}" for r in described]
     return "\n".join(lines) + "\n"
 
 

@@ -70,8 +70,9 @@ def load_environment(
     """The LiveCodeBench environment.
 
     Args:
-        source: ``None`` for ``livecodebench/code_generation_lite`` (via ``datasets``, at ``revision``), or
-            the path of a local ``.jsonl``, ``.json`` or ``.parquet`` file in that dataset's schema.
+        source: ``None`` for ``livecodebench/code_generation_lite`` (via ``datasets``, at ``revision``),
+            ``"sample"`` for three bundled problems written here (offline checks), or the path of a local
+            ``.jsonl``, ``.json`` or ``.parquet`` file in that dataset's schema.
         release: Which of the dataset's releases (``release_v1`` … ``release_v6``, ``release_latest``,
             ``vN``, ``vA_vB``); the hub source only.
         revision: The dataset's commit (the default is pinned; row counts are checked only there).

@@ -28,11 +28,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from functools import cached_property
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 import verifiers as vf
+from verifiers.types import DatasetRecord
 
 DATASET = "livecodebench/code_generation_lite"
 #: The dataset's commit on the Hugging Face Hub: release_v6 (test.jsonl … test6.jsonl) is complete there.
@@ -50,6 +52,9 @@ FIELDS = (
     "starter_code", "difficulty", "public_test_cases", "private_test_cases", "metadata",
 )  # fmt: skip
 HUB_INSTALL_HINT = "pip install 'livecodebench[hub]'"
+#: ``source="sample"``: three problems written for this package (none is LiveCodeBench's) in the dataset's
+#: schema and encoding, dated inside the default window: offline checks (vf-smoke, the hub's publish check).
+SAMPLES = {"sample": Path(__file__).with_name("data") / "sample.jsonl"}
 
 _RELEASE = re.compile(r"release_v(\d+)|release_latest|v(\d+)(?:_v(\d+))?")
 
@@ -226,17 +231,20 @@ def parse_problem(record: Mapping[str, Any], index: int) -> Problem:
 class ProblemSource:
     """The records of one source, read once, and the positions of the window's problems in it.
 
-    ``source`` ``None`` is ``DATASET`` at ``revision`` (``release``'s files), else a local ``.jsonl``,
-    ``.json`` or ``.parquet`` file in the dataset's schema (``release`` and ``revision`` then do not apply).
+    ``source`` ``None`` is ``DATASET`` at ``revision`` (``release``'s files), ``"sample"`` the bundled
+    problems (``SAMPLES``), else a local ``.jsonl``, ``.json`` or ``.parquet`` file in the dataset's schema
+    (``release`` and ``revision`` then do not apply).
     Nothing is read until ``records`` or ``indices`` is first used.
     """
 
     def __init__(self, source: str | None, *, release: str, revision: str, window: Window) -> None:
         release_versions(release)  # a bad release name fails at load time
-        if source is not None and vf.data.local_path(source) is None:
+        if source in SAMPLES:
+            source = str(SAMPLES[source])
+        elif source is not None and vf.data.local_path(source) is None:
             raise ValueError(
-                f"source must be null (the {DATASET} dataset) or the path of an existing .jsonl, .json or "
-                f".parquet file in its schema, not {source!r}"
+                f"source must be null (the {DATASET} dataset), 'sample' or the path of an existing .jsonl, "
+                f".json or .parquet file in its schema, not {source!r}"
             )
         self.source = source
         self.release = release
@@ -324,17 +332,16 @@ class ProblemSource:
             digest.update(b"\n")
         return digest.hexdigest()
 
-    def metadata(self) -> dict[str, Any]:
-        """What a run records about its data (``metadata.json``)."""
-        info: dict[str, Any] = {
-            "dataset": DATASET if self.from_hub else None,
-            "revision": self.revision if self.from_hub else None,
-            "release": self.release if self.from_hub else None,
-            "files": release_files(self.release) if self.from_hub else None,
-            "source": None if self.from_hub else str(self.source),
-            "window": self.window.as_info(),
-            "rows": len(self.indices),
-            "source_rows": len(self.records),
-            "rows_sha256": self.rows_sha256(),
-        }
-        return info
+    def record(self) -> DatasetRecord:
+        """What a run records about its data (``metadata.json``'s ``dataset``): the dataset and revision
+        (or the file), the release, the window as the selection, the window's row count and their sha256."""
+        return DatasetRecord(
+            dataset=DATASET if self.from_hub else str(self.source),
+            source="hub" if self.from_hub else "file",
+            revision=self.revision if self.from_hub else None,
+            configs=[self.release] if self.from_hub else [],
+            split="test" if self.from_hub else None,
+            rows=len(self.indices),
+            sha256=self.rows_sha256(),
+            selection={**self.window.as_info(), "source_rows": len(self.records)},
+        )

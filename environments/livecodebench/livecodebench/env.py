@@ -62,7 +62,12 @@ class LiveCodeBenchEnv(vf.SingleTurnEnv):
 
     # --- data --------------------------------------------------------------------------------------
     def _rows(self) -> vf.data.Rows:
-        return vf.data.Rows(self.problems.records, self._to_row, subset=self.problems.indices)
+        return vf.data.Rows(
+            self.problems.records,
+            self._to_row,
+            subset=self.problems.indices,
+            provenance=self.problems.record(),
+        )
 
     def _to_row(self, record: Any, index: int) -> dict[str, Any]:
         problem = self.problems.problem(index)
@@ -83,10 +88,6 @@ class LiveCodeBenchEnv(vf.SingleTurnEnv):
             },
             "task": "livecodebench",
         }
-
-    def dataset_metadata(self) -> dict[str, Any]:
-        """The data a run used (dataset id, revision, release, window, row count, rows' sha256)."""
-        return self.problems.metadata()
 
     def _decode(self, question_id: str) -> ProblemTests:
         index, problem = self.problems.find(question_id)

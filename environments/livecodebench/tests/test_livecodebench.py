@@ -247,3 +247,8 @@ def test_vf_eval_end_to_end(fast_backend: str, tmp_path: Path) -> None:
     meta = json.loads((out / "metadata.json").read_text())
     assert meta["env_id"] == "livecodebench" and meta["env_args"] == env_args
     assert meta["rollouts_per_example"] == 1 and meta["num_examples"] == len(IN_WINDOW)
+    # The data the run saw: the file, the window as the selection, the window's rows and their fingerprint.
+    dataset = meta["dataset"]
+    assert dataset["dataset"] == str(PROBLEMS) and dataset["source"] == "file"
+    assert dataset["rows"] == len(IN_WINDOW) and len(dataset["sha256"]) == 64
+    assert dataset["selection"] == {"start_date": "2024-08-01", "end_date": "2025-05-01", "source_rows": 11}

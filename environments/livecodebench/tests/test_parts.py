@@ -267,16 +267,17 @@ def test_the_hub_files_load_through_datasets(monkeypatch: pytest.MonkeyPatch, tm
 
 
 def test_rows_record_the_data_in_metadata(tmp_path: Path) -> None:
-    meta = load_environment(str(PROBLEMS)).dataset_metadata()
-    assert meta["window"] == {"start_date": "2024-08-01", "end_date": "2025-05-01"}
-    assert meta["rows"] == 9 and meta["source_rows"] == 11 and meta["source"] == str(PROBLEMS)
-    assert len(meta["rows_sha256"]) == 64
+    meta = load_environment(str(PROBLEMS)).dataset_record()
+    assert meta is not None
+    assert meta.selection == {"start_date": "2024-08-01", "end_date": "2025-05-01", "source_rows": 11}
+    assert meta.rows == 9 and meta.source == "file" and meta.dataset == str(PROBLEMS)
+    assert len(meta.sha256) == 64
     changed = records()
     cases = json.loads(changed[1]["public_test_cases"])
     cases[0]["output"] = "0\n"
     changed[1]["public_test_cases"] = json.dumps(cases)
-    other = load_environment(str(write_rows(tmp_path / "p.jsonl", changed))).dataset_metadata()
-    assert other["rows_sha256"] != meta["rows_sha256"]
+    other = load_environment(str(write_rows(tmp_path / "p.jsonl", changed))).dataset_record()
+    assert other is not None and other.sha256 != meta.sha256
     hub = ProblemSource(None, release="release_v6", revision=lcb.REVISION, window=Window.parse(None, None))
     assert hub.describe() == "livecodebench/code_generation_lite@0fe84c3 release_v6"
 
@@ -412,3 +413,13 @@ def test_the_harness_header_defines_what_the_official_one_does() -> None:
 def test_unknown_arguments_are_refused() -> None:
     with pytest.raises(vf.errors.EnvArgumentError, match="timeout"):
         vf.load_environment("livecodebench", timeout=3)
+
+
+def test_the_bundled_sample_is_in_the_schema_and_the_default_window() -> None:
+    env = load_environment("sample")
+    rows = env.select_rows()
+    assert len(rows) == 3 and {r["info"]["platform"] for r in rows} == {"atcoder", "codeforces", "leetcode"}
+    fixture_ids = {r["question_id"] for r in records()}
+    assert {r["info"]["question_id"] for r in rows} <= fixture_ids  # written here, not LiveCodeBench's
+    record = env.dataset_record()
+    assert record is not None and record.source == "file" and record.rows == 3
