@@ -175,7 +175,7 @@ CLASSIFIED: dict[str, dict[str, Entry]] = {
             MODEL,
             subs=(("MODEL", "scripted"), ("URL", "{model_url}")),
             why=SCRIPTED,
-            expect=r"LiveCodeBench v6[\s\S]*rollouts_per_example[\s\S]*prime-rl's INTELLECT-3 eval config",
+            expect=r"Protocol \(dry run: nothing was started\)[\s\S]*LiveCodeBench v6[\s\S]*MMLU-Pro",
         ),
         "vf-eval @ suites/example.toml -m MODEL -b URL --dry-run": Run(
             MODEL,
